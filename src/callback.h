@@ -1,0 +1,33 @@
+// Calling a caller's callback: nonzero returns and C++ exceptions become
+// TF_ERROR_CALLBACK; nothing the callback throws leaves the library.
+#pragma once
+
+#include <cxxabi.h>
+
+#include <exception>
+
+#include "error.h"
+
+namespace tf {
+
+template <class Fn, class... Args>
+tf_status invoke_callback(const char *op, Fn fn, Args... args) {
+    int32_t rc;
+    try {
+        rc = fn(args...);
+    } catch (abi::__forced_unwind &) {
+        throw;  // thread cancellation keeps unwinding
+    } catch (const std::exception &e) {
+        return fail(TF_ERROR_CALLBACK, op, "callback", TF_CODE_NONE, 0,
+                    "callback threw a C++ exception: %s", e.what());
+    } catch (...) {
+        return fail(TF_ERROR_CALLBACK, op, "callback", TF_CODE_NONE, 0,
+                    "callback threw an exception of unknown type");
+    }
+    if (rc != 0)
+        return fail(TF_ERROR_CALLBACK, op, "callback", TF_CODE_CALLBACK, rc,
+                    "callback returned %d", static_cast<int>(rc));
+    return TF_OK;
+}
+
+}  // namespace tf

@@ -1,0 +1,30 @@
+// tf_runtime_supports: which capabilities this runtime offers.
+#include "runtime_call.h"
+
+namespace {
+
+bool supports(const tf::RuntimeState &state, int32_t capability) {
+    const tf::DriverApi &api = state.api();
+    switch (capability) {
+        case TF_CAP_NATIVE_MODULES:
+            return api.cuModuleLoadDataEx && api.cuModuleGetFunction && api.cuLaunchKernel &&
+                   api.cuModuleUnload;
+        case TF_CAP_RAW_STREAM: return api.cuStreamCreate != nullptr;
+        case TF_CAP_SAME_DEVICE_COPY: return api.cuMemcpyDtoDAsync != nullptr;
+        // Depends on the pair of devices: asked per pair, never here.
+        case TF_CAP_PEER_COPY: return false;
+        default: return false;  // unknown to this version: not supported
+    }
+}
+
+}  // namespace
+
+extern "C" TF_API tf_status tf_runtime_supports(const tf_runtime *rt, int32_t capability,
+                                                int32_t *out_supported) {
+    static const char op[] = "tf_runtime_supports";
+    return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out_supported) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_supported is NULL");
+        *out_supported = supports(state, capability) ? 1 : 0;
+        return TF_OK;
+    });
+}

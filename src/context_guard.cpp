@@ -1,0 +1,51 @@
+#include "context_guard.h"
+
+#include "cuda_status.h"
+#include "log.h"
+
+namespace tf {
+
+tf_status ContextScope::enter(const DriverApi &api, CUcontext target, const char *op) {
+    if (!api.cuCtxGetCurrent) return fail_missing(op, "cuCtxGetCurrent");
+    if (!api.cuCtxSetCurrent) return fail_missing(op, "cuCtxSetCurrent");
+    CUcontext current = nullptr;
+    CUresult r = api.cuCtxGetCurrent(&current);
+    if (r != CUDA_SUCCESS) return fail_cuda(api, op, "cuCtxGetCurrent", r);
+    if (current == target) return TF_OK;  // fast path: one driver call
+    r = api.cuCtxSetCurrent(target);
+    if (r != CUDA_SUCCESS) {
+        tf_status st = fail_cuda(api, op, "cuCtxSetCurrent", r);
+        // The failed call may still have changed the current context; put
+        // the caller's back so a failure never leaves the thread elsewhere.
+        CUcontext now = nullptr;
+        if (api.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != current) {
+            CUresult back = api.cuCtxSetCurrent(current);
+            if (back != CUDA_SUCCESS) {
+                char what[96];
+                log(TF_LOG_WARNING,
+                    "%s: failed to roll back a partial context activation: cuCtxSetCurrent "
+                    "returned %s",
+                    op, describe_cuda(api, back, what, sizeof what));
+            }
+        }
+        return st;
+    }
+    api_ = &api;
+    op_ = op;
+    saved_ = current;
+    switched_ = true;
+    return TF_OK;
+}
+
+void ContextScope::restore() {
+    switched_ = false;
+    CUresult r = api_->cuCtxSetCurrent(saved_);
+    // At process exit the driver may already be gone; nobody is left to care.
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
+    char what[96];
+    log(TF_LOG_WARNING,
+        "%s: failed to restore the caller's CUDA context %p: cuCtxSetCurrent returned %s",
+        op_, static_cast<void *>(saved_), describe_cuda(*api_, r, what, sizeof what));
+}
+
+}  // namespace tf

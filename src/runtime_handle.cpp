@@ -1,0 +1,45 @@
+#include "runtime_handle.h"
+
+#include <pthread.h>
+
+#include <cstddef>
+
+namespace tf {
+namespace {
+
+// Dead shells wait here before being freed; once the ring is full the oldest
+// is freed.  Bounded at kQuarantine shells (a few hundred KiB at most).
+constexpr size_t kQuarantine = 4096;
+pthread_mutex_t g_quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+tf_runtime *g_quarantine[kQuarantine];
+size_t g_quarantine_next = 0;
+
+void quarantine(tf_runtime *rt) {
+    pthread_mutex_lock(&g_quarantine_lock);
+    tf_runtime *evicted = g_quarantine[g_quarantine_next];
+    g_quarantine[g_quarantine_next] = rt;
+    g_quarantine_next = (g_quarantine_next + 1) % kQuarantine;
+    pthread_mutex_unlock(&g_quarantine_lock);
+    delete evicted;
+}
+
+}  // namespace
+
+tf_runtime *make_handle(std::shared_ptr<RuntimeState> state, int32_t bound_slot) {
+    tf_runtime *rt = new tf_runtime;
+    rt->refs.store(1, std::memory_order_relaxed);
+    rt->bound_slot = bound_slot;
+    rt->state = std::move(state);
+    rt->magic.store(kLiveHandle, std::memory_order_release);
+    return rt;
+}
+
+void release_handle(tf_runtime *rt) {
+    if (rt->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    rt->magic.store(kDeadHandle, std::memory_order_release);
+    std::shared_ptr<RuntimeState> state = std::move(rt->state);
+    quarantine(rt);
+    state.reset();  // the last reference tears the runtime down here
+}
+
+}  // namespace tf

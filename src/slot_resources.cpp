@@ -1,0 +1,7 @@
+#include "slot_resources.h"
+
+namespace tf {
+
+void release_slot_resources(const DriverApi &, SlotResources &) {}
+
+}  // namespace tf

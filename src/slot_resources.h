@@ -1,0 +1,19 @@
+// Per-slot resources of the features built on the slot streams.
+//
+// Each member is created lazily, under the slot lock, by the feature that
+// needs it, and released by release_slot_resources() at teardown, only after
+// every stream of the runtime has been synchronized.
+#pragma once
+
+#include "driver_api.h"
+
+namespace tf {
+
+struct SlotResources {
+};
+
+// Releases what `resources` holds.  The runtime's primary context is current
+// and every stream has been synchronized.  Failures are logged.
+void release_slot_resources(const DriverApi &api, SlotResources &resources);
+
+}  // namespace tf
