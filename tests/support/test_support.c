@@ -1,0 +1,213 @@
+#include "support/test_support.h"
+
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int test_gpu_mode(void) {
+    const char *m = getenv("TF_TEST_MODE");
+    return m && strcmp(m, "gpu") == 0;
+}
+
+int test_reset(void **state) {
+    (void)state;
+    if (tfd()) {
+        tfd()->tfd_reset();
+        tfd()->tfd_set_current(NULL);
+    } else {
+        raw_set_current_context(NULL);
+    }
+    tf_set_log_callback(NULL, NULL);
+    tf_clear_last_error();
+    return 0;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+void assert_ok_at(tf_status st, const char *file, int line) {
+    if (st == TF_OK) return;
+    print_error("%s:%d: status %d (%s): %s\n", file, line, (int)st, tf_status_string(st),
+                tf_last_error_message());
+    _fail(file, line);
+}
+
+void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file,
+                       int line, ...) {
+    va_list ap;
+    const char *fragment;
+    const char *message = tf_last_error_message();
+    if (st != expected) {
+        print_error("%s:%d: status %d (%s), expected %d (%s); last error: %s\n", file, line,
+                    (int)st, tf_status_string(st), (int)expected, tf_status_string(expected),
+                    message);
+        _fail(file, line);
+    }
+    if (strcmp(tf_last_error_operation(), op) != 0) {
+        print_error("%s:%d: operation '%s', expected '%s' (%s)\n", file, line,
+                    tf_last_error_operation(), op, message);
+        _fail(file, line);
+    }
+    va_start(ap, line);
+    while ((fragment = va_arg(ap, const char *)) != NULL) {
+        if (!strstr(message, fragment)) {
+            print_error("%s:%d: message lacks '%s': %s\n", file, line, fragment, message);
+            va_end(ap);
+            _fail(file, line);
+        }
+    }
+    va_end(ap);
+}
+
+/* ---- log capture ----------------------------------------------------- */
+
+static char captured[16384];
+static size_t captured_len;
+
+static void capture(int32_t level, const char *message, void *user_data) {
+    int n;
+    (void)level;
+    (void)user_data;
+    n = snprintf(captured + captured_len, sizeof captured - captured_len, "%s\n", message);
+    if (n > 0) captured_len += (size_t)n < sizeof captured - captured_len
+                                  ? (size_t)n : sizeof captured - captured_len - 1;
+}
+
+void log_capture_start(void) {
+    captured[0] = '\0';
+    captured_len = 0;
+    assert_int_equal(tf_set_log_callback(capture, NULL), TF_OK);
+}
+
+const char *log_capture_stop(void) {
+    assert_int_equal(tf_set_log_callback(NULL, NULL), TF_OK);
+    return captured;
+}
+
+/* ---- the thread's current context -------------------------------------- */
+
+struct raw {
+    PFN_cuCtxGetCurrent_v4000 get_current;
+    PFN_cuCtxSetCurrent_v4000 set_current;
+    PFN_cuCtxCreate_v12050 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    PFN_cuDeviceGet_v2000 device_get;
+    PFN_cuInit_v2000 init;
+};
+
+/* The real driver's entry points, for runs without the double. */
+static const struct raw *raw(void) {
+    static struct raw r;
+    static int loaded;
+    if (!loaded) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        PFN_cuGetProcAddress_v12000 gpa;
+        loaded = 1;
+        if (!h) return NULL;
+        *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+        if (!gpa) return NULL;
+        gpa("cuCtxGetCurrent", (void **)&r.get_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuCtxSetCurrent", (void **)&r.set_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuCtxCreate", (void **)&r.create, 12050, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuCtxDestroy", (void **)&r.destroy, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuDeviceGet", (void **)&r.device_get, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuInit", (void **)&r.init, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+    }
+    return r.get_current ? &r : NULL;
+}
+
+void *raw_current_context(void) {
+    CUcontext c = NULL;
+    if (tfd()) return tfd()->tfd_current_context();
+    if (raw()) raw()->get_current(&c);
+    return c;
+}
+
+void raw_set_current_context(void *ctx) {
+    if (tfd()) {
+        tfd()->tfd_set_current(ctx);
+        return;
+    }
+    if (raw()) raw()->set_current((CUcontext)ctx);
+}
+
+void *raw_create_context(void) {
+    CUcontext c = NULL, before;
+    CUdevice dev;
+    if (tfd()) return tfd()->tfd_create_context(0);
+    assert_non_null(raw());
+    assert_int_equal(raw()->init(0), CUDA_SUCCESS);
+    assert_int_equal(raw()->device_get(&dev, 0), CUDA_SUCCESS);
+    raw()->get_current(&before);
+    assert_int_equal(raw()->create(&c, NULL, 0, dev), CUDA_SUCCESS);
+    raw()->set_current(before); /* cuCtxCreate made it current */
+    return c;
+}
+
+void raw_destroy_context(void *ctx) {
+    if (tfd()) {
+        tfd()->tfd_destroy_context(ctx);
+        return;
+    }
+    raw()->destroy((CUcontext)ctx);
+}
+
+/* ---- runtimes -------------------------------------------------------- */
+
+tf_runtime *new_runtime(void) { return new_runtime_with_slots(TF_DEFAULT_STREAM_SLOTS); }
+
+tf_runtime *new_runtime_with_slots(uint32_t slots) {
+    tf_runtime *rt = NULL;
+    tf_runtime_options o;
+    tf_status st;
+    tf_runtime_options_init(&o);
+    o.stream_slots = slots;
+    st = tf_runtime_new_with_options(0, &o, &rt);
+    if (st != TF_OK) fail_msg("tf_runtime_new: %s", tf_last_error_message());
+    return rt;
+}
+
+/* ---- child processes ------------------------------------------------- */
+
+void child_dispatch(const struct child_scenario *scenarios) {
+    const char *name = getenv("TF_TEST_CHILD");
+    if (!name) return;
+    for (; scenarios && scenarios->name; ++scenarios)
+        if (strcmp(scenarios->name, name) == 0) exit(scenarios->run());
+    fprintf(stderr, "unknown child scenario %s\n", name);
+    exit(120);
+}
+
+int run_child(const char *name, const char *const *env) {
+    char self[4096];
+    char *argv[] = {self, NULL};
+    char *envp[512];
+    char child_var[256];
+    size_t n = 0, i;
+    pid_t pid;
+    int status = 0;
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return -1;
+    self[len] = '\0';
+    snprintf(child_var, sizeof child_var, "TF_TEST_CHILD=%s", name);
+    envp[n++] = child_var;
+    for (i = 0; env && env[i] && n < 400; ++i) envp[n++] = (char *)env[i];
+    for (i = 0; environ[i] && n < 510; ++i) {
+        /* Entries the caller set win over the inherited ones. */
+        size_t k, key = strcspn(environ[i], "=");
+        int overridden = strncmp(environ[i], "TF_TEST_CHILD=", 14) == 0;
+        for (k = 0; env && env[k] && !overridden; ++k)
+            overridden = strncmp(env[k], environ[i], key + 1) == 0;
+        if (!overridden) envp[n++] = environ[i];
+    }
+    envp[n] = NULL;
+    if (posix_spawn(&pid, self, NULL, NULL, argv, envp) != 0) return -1;
+    if (waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

@@ -1,0 +1,88 @@
+/* Shared by the suites: mode detection, error assertions, log capture,
+ * the raw driver for checking the thread's context, child processes. */
+#ifndef TF_TEST_SUPPORT_H
+#define TF_TEST_SUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka needs the four headers above first. */
+#include <cmocka.h>
+
+#include <cuda.h>
+
+#include "support/double_link.h"
+#include "tenferro_gpu.h"
+
+/* ---- modes --------------------------------------------------------------- */
+
+/* The double's control interface, or NULL against the real driver. */
+#define DOUBLE() tfd()
+/* Skips the calling test unless it runs against the double. */
+#define REQUIRE_DOUBLE()                                           \
+    do {                                                           \
+        if (!tfd()) {                                              \
+            print_message("    (needs the driver double: skipped)\n"); \
+            skip();                                                \
+        }                                                          \
+    } while (0)
+/* Fault injection through the double (cmocka's fail() macro shadows the
+ * member name, hence the parentheses). */
+#define INJECT(entry, nth, code, times) tfd()->tfd_fail((entry), (nth), (code), (times))
+#define INJECT_AFTER(entry, nth, code, times) \
+    tfd()->tfd_fail_after((entry), (nth), (code), (times))
+/* 1 when TF_TEST_MODE=gpu (tools/run-suites --gpu). */
+int test_gpu_mode(void);
+
+/* Group setup/teardown for suites that use the double: resets it and the
+ * thread's context, restores the default log callback. */
+int test_reset(void **state);
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Asserts `st == expected` and that the thread's last error names `op` as
+ * its operation and contains each of the NULL-terminated fragments. */
+#define assert_failure(st, expected, op, ...) \
+    assert_failure_at((st), (expected), (op), __FILE__, __LINE__, __VA_ARGS__, (const char *)0)
+void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file,
+                       int line, ...);
+#define assert_ok(st) assert_ok_at((st), __FILE__, __LINE__)
+void assert_ok_at(tf_status st, const char *file, int line);
+
+/* ---- log capture ----------------------------------------------------- */
+
+/* Installs a log callback that collects messages (joined by '\n'). */
+void log_capture_start(void);
+/* Everything captured since start; restores the default callback. */
+const char *log_capture_stop(void);
+
+/* ---- the thread's current context, through whichever driver is loaded -- */
+
+void *raw_current_context(void);
+void raw_set_current_context(void *ctx);
+/* A non-primary context on device 0 that is NOT left current. */
+void *raw_create_context(void);
+void raw_destroy_context(void *ctx);
+
+/* ---- runtimes -------------------------------------------------------- */
+
+/* tf_runtime_new(0) that fails the test on error. */
+tf_runtime *new_runtime(void);
+tf_runtime *new_runtime_with_slots(uint32_t slots);
+
+/* ---- child processes ------------------------------------------------- */
+
+/* If this process was started by run_child, runs the named scenario from
+ * `scenarios` and exits with its result; call first thing in main(). */
+struct child_scenario {
+    const char *name;
+    int (*run)(void);
+};
+void child_dispatch(const struct child_scenario *scenarios);
+/* Runs this executable again as scenario `name` with the extra environment
+ * entries (NAME=value, NULL-terminated) and returns its exit status
+ * (128 + signal if it died). */
+int run_child(const char *name, const char *const *env);
+
+#endif

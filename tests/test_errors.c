@@ -1,0 +1,180 @@
+/* Statuses, the thread-local last error, and the log callback. */
+#include <pthread.h>
+#include <string.h>
+
+#include "support/test_support.h"
+
+static const tf_status all_statuses[] = {
+    TF_OK, TF_ERROR_INVALID_ARGUMENT, TF_ERROR_INVALID_HANDLE, TF_ERROR_DRIVER_NOT_FOUND,
+    TF_ERROR_DRIVER_STUB, TF_ERROR_NO_DEVICE, TF_ERROR_DEVICE_UNAVAILABLE,
+    TF_ERROR_DRIVER_TOO_OLD, TF_ERROR_CUDA, TF_ERROR_NOT_SUPPORTED,
+    TF_ERROR_LIBRARY_NOT_FOUND, TF_ERROR_PROVIDER, TF_ERROR_CALLBACK, TF_ERROR_OUT_OF_MEMORY,
+    TF_ERROR_RUNTIME_STATE, TF_ERROR_DEVICE_FAULT, TF_ERROR_COMPILE, TF_ERROR_INTERNAL};
+
+/* Codes are part of the ABI: never renumbered. */
+static void status_values_are_frozen(void **state) {
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof all_statuses / sizeof all_statuses[0]; ++i)
+        assert_int_equal(all_statuses[i], (tf_status)i);
+    assert_int_equal(TF_CODE_NONE, 0);
+    assert_int_equal(TF_CODE_CUDA, 1);
+    assert_int_equal(TF_CODE_CUBLAS, 2);
+    assert_int_equal(TF_CODE_NVRTC, 3);
+    assert_int_equal(TF_CODE_CALLBACK, 4);
+    assert_int_equal(TF_CODE_SYSTEM, 5);
+}
+
+static void every_status_has_a_distinct_string(void **state) {
+    size_t i, j;
+    (void)state;
+    for (i = 0; i < sizeof all_statuses / sizeof all_statuses[0]; ++i) {
+        const char *s = tf_status_string(all_statuses[i]);
+        assert_non_null(s);
+        assert_true(strlen(s) > 0);
+        assert_string_not_equal(s, "unknown status");
+        for (j = 0; j < i; ++j) assert_string_not_equal(s, tf_status_string(all_statuses[j]));
+    }
+    assert_string_equal(tf_status_string(-1), "unknown status");
+    assert_string_equal(tf_status_string(1000), "unknown status");
+}
+
+static void last_error_names_operation_and_keeps_until_next_failure(void **state) {
+    int32_t slots = 0;
+    (void)state;
+    tf_clear_last_error();
+    assert_string_equal(tf_last_error_message(), "");
+    assert_int_equal(tf_last_error_status(), TF_OK);
+    assert_failure(tf_runtime_slot_count(NULL, &slots), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_slot_count", "NULL");
+    assert_string_equal(tf_last_error_call(), "");
+    assert_int_equal(tf_last_error_code(), 0);
+    assert_int_equal(tf_last_error_code_domain(), TF_CODE_NONE);
+    /* A successful call leaves the record alone. */
+    assert_int_equal(tf_version(), TF_VERSION_NUMBER);
+    assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_ARGUMENT);
+    tf_clear_last_error();
+    assert_int_equal(tf_last_error_status(), TF_OK);
+    assert_string_equal(tf_last_error_operation(), "");
+}
+
+static void last_error_copies_into_caller_struct(void **state) {
+    tf_error_info info;
+    (void)state;
+    tf_runtime_identity(NULL, NULL);
+    tf_error_info_init(&info);
+    assert_int_equal(info.struct_size, sizeof info);
+    assert_ok(tf_last_error(&info));
+    assert_int_equal(info.struct_size, sizeof info);
+    assert_int_equal(info.status, TF_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(info.operation, "tf_runtime_identity");
+    assert_non_null(strstr(info.message, "tf_runtime_identity: "));
+}
+
+/* An older caller's smaller struct gets only what fits. */
+static void last_error_respects_a_smaller_struct(void **state) {
+    unsigned char buf[sizeof(tf_error_info) + 16];
+    tf_error_info *info = (tf_error_info *)buf;
+    const size_t small = offsetof(tf_error_info, code_domain);
+    (void)state;
+    tf_runtime_identity(NULL, NULL);
+    memset(buf, 0xAB, sizeof buf);
+    info->struct_size = (uint32_t)small;
+    assert_ok(tf_last_error(info));
+    assert_int_equal(info->struct_size, small);
+    assert_int_equal(info->status, TF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(buf[small], 0xAB); /* nothing past struct_size written */
+}
+
+static void last_error_refuses_bad_struct(void **state) {
+    tf_error_info info;
+    (void)state;
+    assert_failure(tf_last_error(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_last_error", "NULL");
+    memset(&info, 0, sizeof info);
+    info.struct_size = 2;
+    assert_failure(tf_last_error(&info), TF_ERROR_INVALID_ARGUMENT, "tf_last_error",
+                   "too small");
+    tf_error_info_init(NULL); /* ignored, no crash */
+}
+
+static void *fail_on_other_thread(void *arg) {
+    (void)arg;
+    tf_runtime_retain(NULL);
+    return strstr(tf_last_error_message(), "tf_runtime_retain") ? (void *)1 : NULL;
+}
+
+static void last_error_is_per_thread(void **state) {
+    pthread_t t;
+    void *seen = NULL;
+    (void)state;
+    tf_clear_last_error();
+    assert_int_equal(pthread_create(&t, NULL, fail_on_other_thread, NULL), 0);
+    pthread_join(t, &seen);
+    assert_non_null(seen);
+    assert_int_equal(tf_last_error_status(), TF_OK); /* this thread saw nothing */
+}
+
+static void long_messages_are_truncated_not_overrun(void **state) {
+    tf_device_properties p;
+    (void)state;
+    tf_device_properties_init(&p);
+    p.struct_size = 1;
+    tf_device_info(0, &p);
+    assert_true(strlen(tf_last_error_message()) < TF_ERROR_MESSAGE_CAPACITY);
+}
+
+static int calls;
+static void counting_logger(int32_t level, const char *message, void *user_data) {
+    (void)level;
+    (void)message;
+    (void)user_data;
+    ++calls;
+}
+
+static tf_status nested_status;
+static void reentrant_logger(int32_t level, const char *message, void *user_data) {
+    (void)level;
+    (void)message;
+    (void)user_data;
+    nested_status = tf_set_log_callback(NULL, NULL);
+}
+
+static void log_callback_can_be_set_and_reset(void **state) {
+    (void)state;
+    assert_ok(tf_set_log_callback(counting_logger, NULL));
+    assert_ok(tf_set_log_callback(NULL, NULL));
+    assert_int_equal(calls, 0);
+}
+
+/* A log callback that calls tf_set_log_callback gets an error, not a deadlock.
+ * Needs a warning to be logged: a teardown whose stream sync fails. */
+static void log_callback_reentry_is_refused(void **state) {
+    tf_runtime *rt;
+    void *stream;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    nested_status = TF_OK;
+    assert_ok(tf_set_log_callback(reentrant_logger, NULL));
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(nested_status, TF_ERROR_RUNTIME_STATE);
+    assert_ok(tf_set_log_callback(NULL, NULL));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(status_values_are_frozen),
+        cmocka_unit_test(every_status_has_a_distinct_string),
+        cmocka_unit_test(last_error_names_operation_and_keeps_until_next_failure),
+        cmocka_unit_test(last_error_copies_into_caller_struct),
+        cmocka_unit_test(last_error_respects_a_smaller_struct),
+        cmocka_unit_test(last_error_refuses_bad_struct),
+        cmocka_unit_test(last_error_is_per_thread),
+        cmocka_unit_test(long_messages_are_truncated_not_overrun),
+        cmocka_unit_test(log_callback_can_be_set_and_reset),
+        cmocka_unit_test_setup(log_callback_reentry_is_refused, test_reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
