@@ -1,0 +1,80 @@
+// tf_with_context with an empty callback against the raw driver calls it
+// replaces, from three starting points: the primary context already current,
+// another context current, and no context current.
+#include <cstdio>
+
+#include "bench_util.h"
+
+namespace {
+
+int32_t empty_callback(void *) { return 0; }
+
+}  // namespace
+
+int main() {
+    bench::RawDriver d = bench::load_raw_driver();
+    tf_runtime *rt = nullptr;
+    if (tf_runtime_new(0, &rt) != TF_OK) bench::die("tf_runtime_new");
+    tf_device_properties p;
+    tf_device_properties_init(&p);
+    tf_runtime_device_info(rt, &p);
+    int driver = 0;
+    d.driver_version(&driver);
+    bench::info("device", p.name);
+    bench::info("driver", std::to_string(driver));
+    void *primary_ptr = nullptr;
+    tf_runtime_primary_context(rt, &primary_ptr);
+    CUcontext primary = static_cast<CUcontext>(primary_ptr);
+
+    CUdevice dev;
+    BENCH_CK(d.device_get(&dev, 0));
+    CUcontext other = nullptr;
+    BENCH_CK(d.ctx_create(&other, nullptr, 0, dev));
+    BENCH_CK(d.set_current(nullptr));
+
+    const int iters = 200000, reps = 9;
+    double lib = 0, raw = 0;
+
+    // (a) primary already current: the library checks with one cuCtxGetCurrent.
+    BENCH_CK(d.set_current(primary));
+    bench::paired_median_ns(
+        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); },
+        [&] {
+            CUcontext c;
+            d.get_current(&c);
+            if (c != primary) d.set_current(primary);
+        },
+        &lib, &raw);
+    bench::report("ctx_current", "tf_with_context, primary context already current", lib,
+                  "cuCtxGetCurrent + compare", raw, "ns", "<= 30 ns", lib <= 30);
+
+    // (b) another context current: save, activate, restore.
+    BENCH_CK(d.set_current(other));
+    auto raw_cycle = [&] {
+        CUcontext saved;
+        d.get_current(&saved);
+        d.set_current(primary);
+        d.set_current(saved);
+    };
+    bench::paired_median_ns(
+        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); }, raw_cycle, &lib, &raw);
+    bench::report("ctx_from_other", "tf_with_context from another context", lib,
+                  "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
+
+    // (c) no context current.
+    BENCH_CK(d.set_current(nullptr));
+    bench::paired_median_ns(
+        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); }, raw_cycle, &lib, &raw);
+    bench::report("ctx_from_none", "tf_with_context from no current context", lib,
+                  "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
+
+    CUcontext after = nullptr;
+    d.get_current(&after);
+    if (after != nullptr) {
+        std::fprintf(stderr, "bench: the caller's (empty) context was not restored\n");
+        return 1;
+    }
+    BENCH_CK(d.ctx_destroy(other));
+    tf_runtime_release(rt);
+    return 0;
+}
