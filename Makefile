@@ -76,6 +76,7 @@ $(BUILD)/obj $(BUILD)/lib $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench:
 # Debian packages the tests and tools need.  tools/ensure-debs installs the
 # missing ones when it can (root or password-less sudo), else prints the exact
 # command and fails.
+# mk/*.mk fragments append what their checks need.
 DEBS_CHECK := libcmocka-dev pkg-config valgrind
 .PHONY: deps
 deps:
@@ -121,10 +122,17 @@ tests: lib double $(TEST_BINS)
 check-suites: tests
 	@tools/run-suites --double $(DOUBLE_DIR) $(TEST_BINS)
 
+# Fragments in mk/ (one per concern: bindings, ABI gate, docs, ...) add
+# their own targets and append them to CHECK_TARGETS; `make check` runs each
+# after the suites, in file-name order.
+CHECK_TARGETS :=
+-include $(sort $(wildcard mk/*.mk))
+
 check: deps
 	@$(MAKE) --no-print-directory check-suites
 	@$(MAKE) --no-print-directory check-static
 	@$(MAKE) --no-print-directory examples bench-build
+	@for t in $(CHECK_TARGETS); do $(MAKE) --no-print-directory $$t || exit 1; done
 	@echo "make check: all passed"
 
 # The same suites against the real driver: tests that need fault injection

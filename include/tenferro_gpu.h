@@ -583,6 +583,10 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
 
 /** @} */
 
+/* ==== Work on the slot streams: cuBLAS, any library, kernels, retirement ==== */
+
+/* ==== Device memory and transfers ==== */
+
 #ifdef __cplusplus
 }
 #endif
