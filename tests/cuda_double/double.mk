@@ -1,0 +1,66 @@
+# The CUDA driver double and its companions (tests only).
+#
+#   $(DOUBLE_DIR)/libcuda.so.1       driver double + tfd_* control interface
+#   $(DOUBLE_DIR)/libcublas.so.13    cuBLAS double (reports 13.x)
+#   $(DOUBLE_DIR)/libnvrtc.so.13     NVRTC double
+#   $(DOUBLE12_DIR)/libcublas.so.12  cuBLAS double (reports 12.x)
+#
+# The companions link the driver double and share its state; their rpath
+# finds it beside them (or in ../double).  Included by the main Makefile,
+# which defines BUILD, DOUBLE_DIR, DOUBLE12_DIR, OPT, WARN, SAN_FLAGS and
+# CUDA_HOME.
+
+DOUBLE_SRC := tests/cuda_double
+DOUBLE_OBJ := $(BUILD)/double-obj
+DOUBLE_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) \
+  -isystem $(CUDA_HOME)/include -I$(DOUBLE_SRC) -Isrc -MMD -MP
+# nodelete: a dlclose never unmaps a double, so its state (reachable only
+# from its own globals) survives for leak checkers and later dlopens.
+DOUBLE_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS)
+
+DRIVER_DOUBLE_NAMES := state control proc_address device context stream_event \
+  memory module error_names
+DRIVER_DOUBLE_OBJS := $(DRIVER_DOUBLE_NAMES:%=$(DOUBLE_OBJ)/%.o)
+DOUBLE_ALL_OBJS := $(DRIVER_DOUBLE_OBJS) $(DOUBLE_OBJ)/cublas13.o \
+  $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o
+
+DOUBLE_LIBS := $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcublas.so.13 \
+  $(DOUBLE_DIR)/libnvrtc.so.13 $(DOUBLE12_DIR)/libcublas.so.12
+
+.PHONY: double
+double: $(DOUBLE_LIBS)
+
+$(DOUBLE_OBJ)/%.o: $(DOUBLE_SRC)/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(DOUBLE_CXXFLAGS) -c $< -o $@
+
+$(DOUBLE_OBJ)/cublas13.o: $(DOUBLE_SRC)/cublas_double.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(DOUBLE_CXXFLAGS) -DTFD_CUBLAS_VERSION=130100 -c $< -o $@
+
+$(DOUBLE_OBJ)/cublas12.o: $(DOUBLE_SRC)/cublas_double.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(DOUBLE_CXXFLAGS) -DTFD_CUBLAS_VERSION=120900 -c $< -o $@
+
+$(DOUBLE_DIR)/libcuda.so.1: $(DRIVER_DOUBLE_OBJS) $(DOUBLE_SRC)/libcuda.map
+	@mkdir -p $(dir $@)
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libcuda.so.1 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libcuda.map -o $@ $(DRIVER_DOUBLE_OBJS) -lpthread
+
+$(DOUBLE_DIR)/libcublas.so.13: $(DOUBLE_OBJ)/cublas13.o $(DOUBLE_SRC)/libcublas.map $(DOUBLE_DIR)/libcuda.so.1
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libcublas.so.13 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libcublas.map -o $@ $< \
+	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+
+$(DOUBLE_DIR)/libnvrtc.so.13: $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_SRC)/libnvrtc.map $(DOUBLE_DIR)/libcuda.so.1
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libnvrtc.so.13 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libnvrtc.map -o $@ $< \
+	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+
+$(DOUBLE12_DIR)/libcublas.so.12: $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_SRC)/libcublas.map $(DOUBLE_DIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libcublas.so.12 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libcublas.map -o $@ $< \
+	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../double'
+
+-include $(DOUBLE_ALL_OBJS:.o=.d)

@@ -1,0 +1,243 @@
+// Shared state of the CUDA driver double: the registry of every object, the
+// one mutex that guards it, fault rules, counters and the call log.
+//
+// Invariants (hold whenever the mutex is not held by someone else):
+//  * Every handle the double gives out (context, stream, event, module,
+//    function, cuBLAS handle) is a non-canonical x86-64 address built by
+//    make_handle() from a tag and an id that is never reused.  A library that
+//    dereferences a handle crashes at once, and a stale handle can never alias
+//    a newer object.
+//  * Device memory lives at kDeviceBase and up, also non-canonical; addresses
+//    are handed out by a bump pointer and never reused.
+//  * Objects of a context (streams, events, modules, device allocations made
+//    through the driver) are reclaimed when the context is destroyed: a
+//    primary context whose retain count drops to 0, or a test context
+//    destroyed with tfd_destroy_context.  Their handles then become invalid.
+#ifndef TFD_STATE_H
+#define TFD_STATE_H
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "raw_enum.h"
+#include "tfd_control.h"
+
+namespace tfd {
+
+constexpr int kMaxDevices = 8;
+constexpr int kDriverVersion = 13000;
+constexpr uint64_t kDeviceBase = 0x1000000000000000ull;
+constexpr uint64_t kDeviceAlign = 256;
+constexpr uint64_t kDeviceGap = 4096;
+constexpr size_t kDefaultTotalMem = size_t(80) << 30;
+// Default limit of dynamic shared memory per launch without opting in.
+constexpr unsigned kDefaultDynamicShared = 48 * 1024;
+// Opt-in limit of shared memory per block on compute capability 9.0.
+constexpr int kMaxSharedOptin = 232448;
+// The call log keeps this many entries after a clear; later calls are still
+// counted but not logged, so a library stuck in a loop cannot exhaust memory.
+constexpr size_t kMaxLog = size_t(1) << 22;
+
+enum class Tag : uint64_t {
+    context = 0x2,
+    stream = 0x3,
+    event = 0x4,
+    module = 0x5,
+    function = 0x6,
+    cublas = 0x7,
+};
+
+uint64_t make_handle(Tag tag);
+inline uint64_t handle_of(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+template <class T> T handle_ptr(uint64_t h) { return reinterpret_cast<T>(static_cast<uintptr_t>(h)); }
+
+struct Context {
+    uint64_t handle = 0;
+    int device = 0;
+    bool primary = false;
+    int refcount = 0;            // primary contexts only
+    unsigned flags = 0;          // primary context flags (cuDevicePrimaryCtxGetState)
+    int poison = 0;              // sticky error, 0 when healthy
+    std::set<uint64_t> peers;    // contexts this one enabled peer access to
+    bool active() const { return !primary || refcount > 0; }
+};
+
+struct Stream {
+    uint64_t ctx = 0;
+    unsigned flags = 0;
+};
+
+struct Event {
+    uint64_t ctx = 0;
+    unsigned flags = 0;
+    bool pending = false;        // recorded while async pending was on, not yet completed
+    uint64_t stream_key = 0;     // stream it was recorded on (see stream_key())
+};
+
+struct Module {
+    uint64_t ctx = 0;
+    std::set<std::string> entries;               // ".entry" names in the image
+    std::map<std::string, uint64_t> functions;   // name -> function handle
+};
+
+enum class Kernel { fill_u32, add_f32, illegal_address };
+
+struct Function {
+    uint64_t module = 0;
+    uint64_t ctx = 0;
+    Kernel kernel = Kernel::fill_u32;
+    std::map<int, int> attributes;
+};
+
+struct DeviceAlloc {
+    uint64_t size = 0;
+    unsigned char *host = nullptr;   // backing store
+    size_t mapped = 0;               // bytes mapped for the backing store
+    int device = 0;
+    uint64_t ctx = 0;                // 0 for tfd_device_alloc memory (never reclaimed)
+};
+
+struct HostAlloc {
+    size_t size = 0;
+    unsigned flags = 0;
+    uint64_t ctx = 0;
+};
+
+struct FaultRule {
+    std::string entry;       // canonical name or "*"
+    unsigned long nth = 1;
+    unsigned long times = 0;
+    unsigned long seen = 0;  // matching calls since the rule was made
+    int code = 0;
+    bool after = false;
+};
+
+struct DeviceConfig {
+    std::map<int, int> attributes;   // overrides
+    size_t total_mem = kDefaultTotalMem;
+    bool peer[kMaxDevices] = {};
+};
+
+struct State {
+    std::recursive_mutex mu;
+
+    bool initialized = false;
+    int device_count = 1;
+    bool async_pending = false;
+    DeviceConfig devices[kMaxDevices];
+    std::map<int, int> all_attributes;   // tfd_set_attribute(-1, ...)
+
+    std::map<uint64_t, Context> contexts;
+    uint64_t primary[kMaxDevices] = {};
+    std::map<uint64_t, Stream> streams;
+    std::map<uint64_t, Event> events;
+    std::map<uint64_t, Module> modules;
+    std::map<uint64_t, Function> functions;
+    std::map<uint64_t, DeviceAlloc> device_allocs;   // keyed by base address
+    std::map<uintptr_t, HostAlloc> host_allocs;      // keyed by host address
+    std::map<uint64_t, tfd_cublas_info> cublas;
+
+    std::vector<FaultRule> rules;
+    std::set<std::string> hidden;
+    std::set<std::string> names;                     // interned entry names
+    std::vector<const char *> log;
+    std::unordered_map<std::string, unsigned long> calls;
+    std::map<std::string, int> requested_version;
+    std::map<std::string, long long> requested_flags;
+    long live[TFD_KIND_COUNT] = {};
+    long reclaimed[TFD_KIND_COUNT] = {};
+
+    uint64_t next_id = 1;
+    uint64_t next_device_addr = kDeviceBase;
+    uint64_t device_used[kMaxDevices] = {};          // bytes allocated per device
+};
+
+// The one instance; never destroyed, so late calls from other threads at
+// process exit stay safe.
+State &state();
+using Lock = std::unique_lock<std::recursive_mutex>;
+
+// Canonical spelling of an entry name ("cuGetProcAddress_v2" is counted as
+// "cuGetProcAddress").
+std::string canonical(const char *entry);
+// Driver entries are matched by the "*" fault wildcard; cuBLAS and NVRTC
+// entries are not.
+bool is_driver_entry(const std::string &name);
+
+// Log and count one call of `entry` and evaluate the fault rules.  Must be
+// called with the mutex held.  *before receives the code to return at once
+// (no effect), *after the code to return after the call took effect.  Never
+// throws: if the bookkeeping cannot allocate, the call goes unrecorded.
+void enter_locked(const char *entry, int *before, int *after) noexcept;
+
+// Runs one driver entry point: logs it, applies fault rules, then runs body
+// under the mutex.  A fault-after code replaces a successful result only.
+// No exception leaves an entry point (they are called from C): running out
+// of host memory is CUDA_ERROR_OUT_OF_MEMORY.
+template <class Body> CUresult run(const char *entry, Body body) noexcept
+{
+    Lock lock(state().mu);
+    int before = 0, after = 0;
+    enter_locked(entry, &before, &after);
+    if (before != 0)
+        return static_cast<CUresult>(before);
+    CUresult rc = CUDA_ERROR_UNKNOWN;
+    try {
+        rc = body();
+    } catch (const std::bad_alloc &) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    } catch (...) {
+        return CUDA_ERROR_UNKNOWN;
+    }
+    if (rc == CUDA_SUCCESS && after != 0)
+        return static_cast<CUresult>(after);
+    return rc;
+}
+
+// ---- checks shared by the entry points (mutex held) --------------------
+
+CUresult need_init();
+// Thread's current context handle (0: none).
+uint64_t current_handle();
+void set_current_handle(uint64_t ctx);
+Context *find_context(uint64_t handle);
+// A call that needs a context: initialized, a current context that exists,
+// is active and is not poisoned.
+CUresult need_context(Context **out);
+// Validate a stream for use from `cur`: NULL / CU_STREAM_LEGACY /
+// CU_STREAM_PER_THREAD mean the context's default stream.  *key identifies
+// the stream for event bookkeeping.
+CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key);
+// Stream key of the default (legacy) stream of a context.
+inline uint64_t legacy_key(uint64_t ctx) { return ctx | 1; }
+// Destroy a context's objects (streams, events, modules, driver-made
+// allocations) and forget its poison and peers.
+void reclaim_context(Context &ctx);
+void complete_stream_events(uint64_t key);
+
+// ---- device memory (mutex held) ----------------------------------------
+
+// Allocation that wholly contains [dptr, dptr+bytes), or nullptr.
+DeviceAlloc *find_alloc(uint64_t dptr, uint64_t bytes, uint64_t *base = nullptr);
+// Create an allocation; returns CUDA_ERROR_OUT_OF_MEMORY when the device's
+// total would be exceeded or no backing store can be mapped.
+CUresult create_alloc(int device, uint64_t ctx, uint64_t bytes, CUdeviceptr *dptr);
+void release_alloc(std::map<uint64_t, DeviceAlloc>::iterator it);
+
+// ---- devices -----------------------------------------------------------
+
+int device_attribute(int device, int attribute);
+bool valid_device(int device);
+
+}  // namespace tfd
+
+#endif

@@ -1,0 +1,221 @@
+/* Control interface of the CUDA driver double (tests only).
+ *
+ * The double is a shared library named libcuda.so.1 that implements, in host
+ * memory, every driver entry point tenferro-gpu resolves (src/driver_entries.inc).
+ * Tests put its folder first on LD_LIBRARY_PATH; the library under test then
+ * loads it exactly as it loads the real driver.  Companion doubles
+ * libcublas.so.13 / libcublas.so.12 and libnvrtc.so.13 share its state.
+ *
+ * Tests never link these functions directly: tests/support/double_link.h
+ * resolves them with dlsym from whatever libcuda.so.1 the process loaded, so
+ * the same test binaries run against the real driver, where these symbols do
+ * not exist and tests that need them skip.
+ *
+ * Every function here is thread-safe (one mutex inside the double).
+ */
+#ifndef TFD_CONTROL_H
+#define TFD_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds of live objects the double counts (tfd_live). */
+enum tfd_kind {
+    TFD_STREAMS = 0,
+    TFD_EVENTS = 1,
+    TFD_DEVICE_ALLOCS = 2,   /* cuMemAlloc + cuMemAllocAsync */
+    TFD_HOST_ALLOCS = 3,     /* cuMemHostAlloc */
+    TFD_MODULES = 4,
+    TFD_CUBLAS_HANDLES = 5,
+    TFD_NVRTC_PROGRAMS = 6,
+    TFD_CONTEXTS = 7,        /* non-primary contexts (tfd_create_context) */
+    TFD_KIND_COUNT = 8
+};
+
+/* Forget every fault rule, hidden-entry mark, call counter, the call log and
+ * device configuration changes (back to one device, async completion on).
+ * Objects that still exist (streams, allocations, contexts, retained primary
+ * contexts) are kept, so a test can assert what a previous step leaked.
+ * Events still pending complete; context poison and the calling thread's
+ * current context are kept. */
+void tfd_reset(void);
+
+/* ---- devices ---------------------------------------------------------- */
+
+/* Number of devices (default 1, at most 8).  With 0, cuInit returns
+ * CUDA_ERROR_NO_DEVICE and cuDeviceGetCount reports 0. */
+void tfd_set_devices(int count);
+/* Override cuDeviceGetAttribute(attr) for a device (-1: every device). */
+void tfd_set_attribute(int device, int attribute, int value);
+/* cuDeviceCanAccessPeer(dev, peer) answer (default 0). */
+void tfd_set_peer_access(int device, int peer, int can_access);
+/* Total memory of a device (-1: every device; default 80 GiB).  Allocations
+ * beyond it, counted over all live allocations of the device, fail with
+ * CUDA_ERROR_OUT_OF_MEMORY.  Reset by tfd_reset. */
+void tfd_set_total_mem(int device, size_t bytes);
+/* Whether cuInit has succeeded (on: as if it had).  tfd_reset keeps it, as a
+ * real process cannot un-initialize; turn it off to test calls made before
+ * cuInit. */
+void tfd_set_initialized(int on);
+
+/* ---- fault injection -------------------------------------------------- */
+
+/* Calls number nth .. nth+times-1 (1-based, counted from this call) of the
+ * entry point `entry` return `code` and have no effect.  times == 0 means
+ * every call from the nth on.  `entry` is a driver name ("cuStreamCreate"),
+ * a cuBLAS name ("cublasCreate_v2"), an NVRTC name ("nvrtcCompileProgram"),
+ * or "*" for every driver entry point.  Rules accumulate until tfd_reset or
+ * tfd_clear_faults. */
+void tfd_fail(const char *entry, unsigned long nth, int code, unsigned long times);
+/* Like tfd_fail, but the matching calls first take their normal effect and
+ * then return `code` (a partial failure: e.g. cuCtxSetCurrent that changed
+ * the current context yet reports an error). */
+void tfd_fail_after(const char *entry, unsigned long nth, int code, unsigned long times);
+void tfd_clear_faults(void);
+
+/* Make cuGetProcAddress report `entry` as not found.  Takes effect for
+ * resolutions made after the call (the library resolves once per process). */
+void tfd_hide(const char *entry);
+
+/* Every later call made while `context` is current, and every call on a
+ * stream of `context`, returns `code` (a sticky device fault).  Calls that do
+ * not need a context (cuInit, device queries, cuGetErrorName/String,
+ * cuGetProcAddress, the cuDevicePrimaryCtx* calls, cuCtxGetCurrent and
+ * cuCtxSetCurrent) are not affected.  The poison lasts until the context is
+ * destroyed (a primary context: its retain count drops to 0) or code 0 is
+ * given here. */
+void tfd_poison_context(void *context, int code);
+/* The sticky code of a context (0: healthy or unknown). */
+int tfd_context_poison(void *context);
+
+/* ---- observation ------------------------------------------------------ */
+
+/* Calls of `entry` since the last reset, failed ones included.  Both
+ * exported generations of cuGetProcAddress are logged and counted as
+ * "cuGetProcAddress"; "cuGetProcAddress_v2" is accepted as a synonym here and
+ * in tfd_fail / tfd_fail_after. */
+unsigned long tfd_calls(const char *entry);
+/* The cudaVersion the library passed to cuGetProcAddress for `entry`, or -1. */
+int tfd_requested_version(const char *entry);
+/* The flags the library passed to cuGetProcAddress for `entry`, or -1. */
+long long tfd_requested_flags(const char *entry);
+/* Call log: every entry point call in order, since reset or tfd_log_clear.
+ * It keeps at most 4194304 entries; later calls are still counted
+ * (tfd_calls) but not logged. */
+size_t tfd_log_count(void);
+const char *tfd_log_name(size_t index);          /* NULL past the end */
+/* Comma-joined names of log entries [from, end) into buf (always terminated);
+ * returns the length the full string needs. */
+size_t tfd_log_format(char *buf, size_t cap, size_t from);
+void tfd_log_clear(void);
+
+long tfd_live(int kind);
+/* Objects of `kind` the double destroyed itself because their context was
+ * destroyed (a primary context released to 0, tfd_destroy_context) while
+ * they were still alive, since the last reset.  Their handles are invalid
+ * from then on.  A library that destroys its objects before releasing its
+ * context keeps this at 0. */
+long tfd_reclaimed(int kind);
+/* Retain count of a device's primary context (0: not retained, inactive). */
+int tfd_primary_refcount(int device);
+void *tfd_primary_context(int device);           /* stable handle per device */
+void *tfd_current_context(void);                 /* calling thread's */
+unsigned tfd_stream_flags(void *stream);         /* flags given to cuStreamCreate; ~0u if unknown */
+void *tfd_stream_context(void *stream);          /* NULL if unknown */
+unsigned tfd_host_alloc_flags(void *host_ptr);   /* flags given to cuMemHostAlloc; ~0u if unknown */
+/* Whether `context` enabled peer access to `peer` (cuCtxEnablePeerAccess). */
+int tfd_peer_enabled(void *context, void *peer);
+/* Value set with cuFuncSetAttribute on a function, or -1 if never set. */
+int tfd_func_attribute(void *function, int attribute);
+
+/* ---- contexts and memory for tests ------------------------------------ */
+
+/* A non-primary context on `device` (like cuCtxCreate, but does not make it
+ * current).  Destroy with tfd_destroy_context. */
+void *tfd_create_context(int device);
+void tfd_destroy_context(void *context);
+/* Make `context` (or NULL) current on the calling thread without touching
+ * the call log or counters. */
+void tfd_set_current(void *context);
+
+/* Device memory made directly in the double (no context needed); the
+ * address is never a valid host address.  0 on failure.  Not counted in
+ * TFD_DEVICE_ALLOCS and never reclaimed with a context. */
+uint64_t tfd_device_alloc(int device, size_t bytes);
+void tfd_device_free(uint64_t dptr);
+/* Direct access to device memory; 0 on success, -1 if the range is not
+ * inside one live allocation. */
+int tfd_device_write(uint64_t dptr, const void *src, size_t bytes);
+int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
+
+/* ---- asynchronous completion ----------------------------------------- */
+
+/* With pending on, work is still done at once, but events recorded from now
+ * on report CUDA_ERROR_NOT_READY from cuEventQuery until their stream is
+ * synchronized, the event is synchronized, or tfd_complete_all is called. */
+void tfd_set_async_pending(int on);
+void tfd_complete_all(void);
+
+/* ---- cuBLAS handles ----------------------------------------------------- */
+
+/* What the double knows about a cuBLAS handle. */
+struct tfd_cublas_info {
+    void *context;          /* context current at cublasCreate */
+    void *stream;           /* cublasSetStream (NULL: default stream) */
+    int pointer_mode;       /* cublasPointerMode_t */
+    void *workspace;        /* cublasSetWorkspace */
+    size_t workspace_size;
+    void *last_stream;      /* stream the latest GEMM ran on */
+    unsigned long gemms;    /* GEMMs executed with this handle */
+};
+/* Copy the record of `handle` into *out; 0 on success, -1 if unknown. */
+int tfd_cublas_get(void *handle, struct tfd_cublas_info *out);
+/* Stream set on `handle` (NULL if none or unknown). */
+void *tfd_cublas_stream(void *handle);
+/* Workspace set on `handle`; 0 on success, -1 if unknown. */
+int tfd_cublas_workspace(void *handle, void **ptr, size_t *size);
+
+/* ---- used by the companion doubles ----------------------------------- */
+
+/* Record a call of `entry` in the log and counters; return the injected
+ * code for it (0 when none).  A tfd_fail_after rule is reported here as a
+ * plain failure (use tfd_enter_ex to honour it). */
+int tfd_enter(const char *entry);
+/* Like tfd_enter, and *after_code (if not NULL) receives the code of a
+ * tfd_fail_after rule: the caller does its work, then returns that code when
+ * the work succeeded. */
+int tfd_enter_ex(const char *entry, int *after_code);
+/* Host view of [dptr, dptr+bytes) if inside one live allocation, else NULL. */
+void *tfd_translate(uint64_t dptr, size_t bytes);
+/* The double's mutex (recursive).  A companion holds it around work that
+ * reads the double's state or device memory, so that it runs atomically
+ * with respect to driver calls on other threads. */
+void tfd_lock(void);
+void tfd_unlock(void);
+/* Adjust a tfd_live counter (companion-owned kinds such as NVRTC programs). */
+void tfd_count_live(int kind, long delta);
+/* The CUresult a call that needs a context would get on this thread now
+ * (0: a usable current context; else NOT_INITIALIZED, INVALID_CONTEXT or
+ * the context's sticky code). */
+int tfd_context_status(void);
+/* The CUresult of using `stream` (NULL: default stream) from this thread
+ * now: tfd_context_status, then INVALID_HANDLE / INVALID_CONTEXT. */
+int tfd_stream_status(void *stream);
+/* Register a cuBLAS handle bound to the current context (NULL if none is
+ * usable); tfd_cublas_unregister forgets it (0, or -1 if unknown).  Both
+ * keep TFD_CUBLAS_HANDLES. */
+void *tfd_cublas_register(void);
+int tfd_cublas_unregister(void *handle);
+/* The double's own record of a handle, NULL if unknown; only valid while
+ * tfd_lock is held. */
+struct tfd_cublas_info *tfd_cublas_lookup(void *handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
