@@ -148,7 +148,15 @@ static int missing_context_entry_is_not_supported(void) {
     return 0;
 }
 
+/* A driver for CUDA 11.8 lacks what the library needs: told apart clearly. */
+static int driver_too_old(void) {
+    CHECK(tfd() != NULL);
+    tfd()->tfd_set_driver_version(11080);
+    return expect_everything_fails_with(TF_ERROR_DRIVER_TOO_OLD, "CUDA 12.0 (12000) or newer");
+}
+
 static const struct child_scenario scenarios[] = {
+    {"driver_too_old", driver_too_old},
     {"no_driver", no_driver},
     {"relative_override_is_refused", relative_override_is_refused},
     {"absolute_override_is_used", absolute_override_is_used},
@@ -208,6 +216,7 @@ static void absolute_override(void **state) {
         in_child(#name, NULL);            \
     }
 CHILD_TEST(stub_driver)
+CHILD_TEST(driver_too_old)
 CHILD_TEST(stub_at_init_then_retried)
 CHILD_TEST(no_device)
 CHILD_TEST(init_failure_is_a_cuda_error)
@@ -236,6 +245,7 @@ int main(void) {
         cmocka_unit_test(relative_override),
         cmocka_unit_test(absolute_override),
         cmocka_unit_test(stub_driver_test),
+        cmocka_unit_test(driver_too_old_test),
         cmocka_unit_test(stub_at_init_then_retried_test),
         cmocka_unit_test(no_device_test),
         cmocka_unit_test(init_failure_is_a_cuda_error_test),

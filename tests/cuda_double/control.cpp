@@ -88,6 +88,12 @@ void tfd_set_total_mem(int device, size_t bytes)
             state().devices[d].total_mem = bytes;
 }
 
+void tfd_set_driver_version(int version)
+{
+    Lock l = locked();
+    state().driver_version = version;
+}
+
 void tfd_set_initialized(int on)
 {
     Lock l = locked();

@@ -103,7 +103,7 @@ CUresult entry::d_cuDriverGetVersion(int *version)
     return run("cuDriverGetVersion", [&] {
         if (version == nullptr)
             return CUDA_ERROR_INVALID_VALUE;
-        *version = kDriverVersion;
+        *version = state().driver_version;
         return CUDA_SUCCESS;
     });
 }

@@ -131,6 +131,7 @@ struct State {
     std::recursive_mutex mu;
 
     bool initialized = false;
+    int driver_version = kDriverVersion;  // what cuDriverGetVersion reports
     int device_count = 1;
     bool async_pending = false;
     DeviceConfig devices[kMaxDevices];

@@ -57,6 +57,9 @@ void tfd_set_peer_access(int device, int peer, int can_access);
  * beyond it, counted over all live allocations of the device, fail with
  * CUDA_ERROR_OUT_OF_MEMORY.  Reset by tfd_reset. */
 void tfd_set_total_mem(int device, size_t bytes);
+/* The CUDA version cuDriverGetVersion reports (default 13000).  Kept by
+ * tfd_reset; the library reads it once, when it loads the driver. */
+void tfd_set_driver_version(int version);
 /* Whether cuInit has succeeded (on: as if it had).  tfd_reset keeps it, as a
  * real process cannot un-initialize; turn it off to test calls made before
  * cuInit. */

@@ -28,7 +28,7 @@ extern "C" {
 #define TFD_API_FUNCTIONS(X) \
     X(reset) \
     X(set_devices) X(set_attribute) X(set_peer_access) X(set_total_mem) \
-    X(set_initialized) \
+    X(set_initialized) X(set_driver_version) \
     X(fail) X(fail_after) X(clear_faults) X(hide) X(poison_context) \
     X(context_poison) \
     X(calls) X(requested_version) X(requested_flags) \
