@@ -114,8 +114,15 @@ $(BUILD)/tests/%: tests/%.cpp $(SUPPORT_OBJS) $(LIB_LINKS) | $(BUILD)/tests
 	$(CXX) $(TEST_CXXFLAGS) $(CMOCKA_CFLAGS) -MMD -MP $< $(SUPPORT_OBJS) -o $@ $(TEST_LDFLAGS) $(TEST_LIBS)
 -include $(SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d)
 
+# Helper programs the suites spawn; they do not link the library.
+HELPER_SRCS := $(sort $(wildcard tests/helpers/*.c))
+HELPER_BINS := $(HELPER_SRCS:tests/%.c=$(BUILD)/tests/%)
+$(BUILD)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $< -o $@ -ldl
+
 .PHONY: tests check check-suites check-gpu
-tests: lib double $(TEST_BINS)
+tests: lib double $(TEST_BINS) $(HELPER_BINS)
 
 # Every suite against the double; the double's folder goes first on the
 # library path, exactly where a real libcuda.so.1 would be found.
