@@ -40,9 +40,11 @@ static const struct child_scenario scenarios[] = {
     {NULL, NULL}};
 
 static void exit_with_live_runtimes_is_clean(void **state) {
+    /* Leaking the handles is the point here; LeakSanitizer would say so. */
+    static const char *const env[] = {"ASAN_OPTIONS=detect_leaks=0", NULL};
     (void)state;
-    assert_int_equal(run_child("exit_without_release", NULL), 0);
-    assert_int_equal(run_child("return_from_main_without_release", NULL), 0);
+    assert_int_equal(run_child("exit_without_release", env), 0);
+    assert_int_equal(run_child("return_from_main_without_release", env), 0);
 }
 
 static void load_and_unload_100_times(void **state) {
