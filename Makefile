@@ -43,8 +43,11 @@ WARN := -Wall -Wextra -Wpedantic -Werror
 LIB_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden \
   -fvisibility-inlines-hidden -Iinclude -isystem $(CUDA_HOME)/include \
   -MMD -MP $(SAN_FLAGS)
+# -z defs: every symbol resolved at link time.  A fuzzing build (clang's
+# sanitizer runtimes live in the executable) turns it off with LIB_DEFS=.
+LIB_DEFS ?= -Wl,-z,defs
 LIB_LDFLAGS := -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/tenferro_gpu.map \
-  -Wl,-z,defs -Wl,-z,relro -Wl,-z,now $(SAN_FLAGS)
+  $(LIB_DEFS) -Wl,-z,relro -Wl,-z,now $(SAN_FLAGS)
 LIB_LIBS := -ldl -lpthread
 
 LIB_SRCS := $(sort $(wildcard src/*.cpp))

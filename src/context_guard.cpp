@@ -16,17 +16,15 @@ tf_status ContextScope::enter(const DriverApi &api, CUcontext target, const char
     if (r != CUDA_SUCCESS) {
         tf_status st = fail_cuda(api, op, "cuCtxSetCurrent", r);
         // The failed call may still have changed the current context; put
-        // the caller's back so a failure never leaves the thread elsewhere.
-        CUcontext now = nullptr;
-        if (api.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != current) {
-            CUresult back = api.cuCtxSetCurrent(current);
-            if (back != CUDA_SUCCESS) {
-                char what[96];
-                log(TF_LOG_WARNING,
-                    "%s: failed to roll back a partial context activation: cuCtxSetCurrent "
-                    "returned %s",
-                    op, describe_cuda(api, back, what, sizeof what));
-            }
+        // the caller's back unconditionally (asking first could fail too),
+        // so a failure never leaves the thread elsewhere.
+        CUresult back = api.cuCtxSetCurrent(current);
+        if (back != CUDA_SUCCESS) {
+            char what[96];
+            log(TF_LOG_WARNING,
+                "%s: failed to roll back a partial context activation: cuCtxSetCurrent "
+                "returned %s",
+                op, describe_cuda(api, back, what, sizeof what));
         }
         return st;
     }
@@ -40,8 +38,10 @@ tf_status ContextScope::enter(const DriverApi &api, CUcontext target, const char
 void ContextScope::restore() {
     switched_ = false;
     CUresult r = api_->cuCtxSetCurrent(saved_);
-    // At process exit the driver may already be gone; nobody is left to care.
-    if (r == CUDA_SUCCESS || r == CUDA_ERROR_DEINITIALIZED) return;
+    if (r == CUDA_SUCCESS) return;
+    // Teardown at process exit may find the driver already gone: nobody is
+    // left to care, so it asks for quiet.
+    if (r == CUDA_ERROR_DEINITIALIZED && quiet_when_deinitialized_) return;
     char what[96];
     log(TF_LOG_WARNING,
         "%s: failed to restore the caller's CUDA context %p: cuCtxSetCurrent returned %s",

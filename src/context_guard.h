@@ -35,6 +35,10 @@ public:
     // The context that was current before enter().
     CUcontext saved() const { return saved_; }
 
+    // Do not log a restore that fails because the driver is deinitialized
+    // (teardown at process exit).
+    void quiet_when_deinitialized() { quiet_when_deinitialized_ = true; }
+
 private:
     void restore();
 
@@ -42,6 +46,7 @@ private:
     const char *op_ = nullptr;
     CUcontext saved_ = nullptr;
     bool switched_ = false;
+    bool quiet_when_deinitialized_ = false;
 };
 
 }  // namespace tf

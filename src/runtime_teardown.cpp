@@ -44,6 +44,7 @@ void RuntimeState::teardown() {
     bool any_stream = false;
     for (int i = 0; i < slot_count(); ++i) any_stream |= existing_stream(i) != nullptr;
     ContextScope scope;
+    scope.quiet_when_deinitialized();
     if (any_stream && !faulted()) {
         if (scope.enter(*api_, context(), kOp) != TF_OK) {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))

@@ -168,6 +168,23 @@ static void restore_failure_goes_to_the_log(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* Outside teardown even a deinitialized driver's refusal to restore is told:
+ * the caller's thread really is left elsewhere. */
+static void restore_failure_on_deinit_is_still_logged(void **state) {
+    struct seen s = {0};
+    const char *log;
+    tf_runtime *rt = new_runtime();
+    (void)state;
+    REQUIRE_DOUBLE();
+    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_DEINITIALIZED, 1);
+    log_capture_start();
+    assert_ok(tf_with_context(rt, record_context, &s));
+    log = log_capture_stop();
+    assert_non_null(strstr(log, "CUDA_ERROR_DEINITIALIZED (4)"));
+    raw_set_current_context(NULL);
+    assert_ok(tf_runtime_release(rt));
+}
+
 struct nest {
     tf_runtime *outer, *inner;
     void *inner_context, *after_inner;
@@ -221,6 +238,7 @@ int main(void) {
         cmocka_unit_test_setup(activation_failure_leaves_caller_context, test_reset),
         cmocka_unit_test_setup(partial_activation_is_rolled_back, test_reset),
         cmocka_unit_test_setup(restore_failure_goes_to_the_log, test_reset),
+        cmocka_unit_test_setup(restore_failure_on_deinit_is_still_logged, test_reset),
         cmocka_unit_test_setup(nested_calls_restore_each_level, test_reset),
         cmocka_unit_test_setup(null_callback_is_refused, test_reset),
     };
