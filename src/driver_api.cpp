@@ -77,6 +77,8 @@ LoadResult load_once() {
                       "the loaded libcuda.so.1 is the CUDA toolkit's stub library, not a "
                       "driver; install the NVIDIA driver and make sure its libcuda.so.1 is "
                       "found before the toolkit's stubs folder");
+    // cuGetProcAddress_v2 already implies CUDA 12.0; a driver that cannot
+    // tell its version is used as such (driver_version stays 0).
     if (g_api.cuDriverGetVersion && g_api.cuDriverGetVersion(&g_api.driver_version) == CUDA_SUCCESS &&
         g_api.driver_version < 12000) {
         char version[32];

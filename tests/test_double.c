@@ -36,6 +36,7 @@ static PFN_cuGetProcAddress_v12000 get_proc;
 static struct driver {
 #define TF_DRIVER_ENTRY(name, version) PFN_##name##_v##version name;
 #include "../src/driver_entries.inc"
+#include "cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
 } D;
 
@@ -65,6 +66,7 @@ static int resolve_driver(void)
     if (proc(#name, version, &D.name) != CUDA_SUCCESS) \
         return -1;
 #include "../src/driver_entries.inc"
+#include "cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
     return 0;
 }
@@ -160,6 +162,7 @@ static void test_proc_address(void **state)
     unsigned long entries = 0;
 #define TF_DRIVER_ENTRY(name, version) check_entry(#name, version), ++entries;
 #include "../src/driver_entries.inc"
+#include "cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
     assert_int_equal(T->tfd_calls("cuGetProcAddress"), entries);
     assert_int_equal(T->tfd_calls("cuGetProcAddress_v2"), entries);

@@ -155,7 +155,19 @@ static int driver_too_old(void) {
     return expect_everything_fails_with(TF_ERROR_DRIVER_TOO_OLD, "CUDA 12.0 (12000) or newer");
 }
 
+/* A driver that cannot tell its version is used anyway: the entry points it
+ * gave through cuGetProcAddress are what the library relies on. */
+static int unknown_driver_version_is_not_fatal(void) {
+    int32_t n = 0;
+    CHECK(tfd() != NULL);
+    tfd()->tfd_fail("cuDriverGetVersion", 1, CUDA_ERROR_UNKNOWN, 1);
+    CHECK(tf_device_count(&n) == TF_OK && n == 1);
+    CHECK(tfd()->tfd_calls("cuDriverGetVersion") == 1);
+    return 0;
+}
+
 static const struct child_scenario scenarios[] = {
+    {"unknown_driver_version_is_not_fatal", unknown_driver_version_is_not_fatal},
     {"driver_too_old", driver_too_old},
     {"no_driver", no_driver},
     {"relative_override_is_refused", relative_override_is_refused},
@@ -217,6 +229,7 @@ static void absolute_override(void **state) {
     }
 CHILD_TEST(stub_driver)
 CHILD_TEST(driver_too_old)
+CHILD_TEST(unknown_driver_version_is_not_fatal)
 CHILD_TEST(stub_at_init_then_retried)
 CHILD_TEST(no_device)
 CHILD_TEST(init_failure_is_a_cuda_error)
@@ -246,6 +259,7 @@ int main(void) {
         cmocka_unit_test(absolute_override),
         cmocka_unit_test(stub_driver_test),
         cmocka_unit_test(driver_too_old_test),
+        cmocka_unit_test(unknown_driver_version_is_not_fatal_test),
         cmocka_unit_test(stub_at_init_then_retried_test),
         cmocka_unit_test(no_device_test),
         cmocka_unit_test(init_failure_is_a_cuda_error_test),

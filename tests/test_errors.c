@@ -123,6 +123,24 @@ static void long_messages_are_truncated_not_overrun(void **state) {
     assert_true(strlen(tf_last_error_message()) < TF_ERROR_MESSAGE_CAPACITY);
 }
 
+/* When the driver cannot name or describe a code, the message still carries
+ * the number. */
+static void error_names_fall_back_to_the_number(void **state) {
+    tf_runtime *rt;
+    void *stream = NULL;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    INJECT("cuStreamCreate", 1, CUDA_ERROR_UNKNOWN, 1);
+    INJECT("cuGetErrorName", 1, CUDA_ERROR_INVALID_VALUE, 1);
+    INJECT("cuGetErrorString", 1, CUDA_ERROR_INVALID_VALUE, 1);
+    assert_failure(tf_runtime_stream(rt, &stream), TF_ERROR_CUDA, "tf_runtime_stream",
+                   "cuStreamCreate failed: CUDA error (999): no description");
+    assert_int_equal(tf_last_error_code(), CUDA_ERROR_UNKNOWN);
+    assert_null(raw_current_context());
+    assert_ok(tf_runtime_release(rt));
+}
+
 static int calls;
 static void counting_logger(int32_t level, const char *message, void *user_data) {
     (void)level;
@@ -173,6 +191,7 @@ int main(void) {
         cmocka_unit_test(last_error_refuses_bad_struct),
         cmocka_unit_test(last_error_is_per_thread),
         cmocka_unit_test(long_messages_are_truncated_not_overrun),
+        cmocka_unit_test_setup(error_names_fall_back_to_the_number, test_reset),
         cmocka_unit_test(log_callback_can_be_set_and_reset),
         cmocka_unit_test_setup(log_callback_reentry_is_refused, test_reset),
     };

@@ -36,6 +36,7 @@ struct ProcEntry {
      reinterpret_cast<AnyFn>(static_cast<PFN_##name##_v##version>(&entry::d_##name))},
 static const ProcEntry kEntries[] = {
 #include "driver_entries.inc"
+#include "extra_entries.inc"
 };
 #undef TF_DRIVER_ENTRY
 

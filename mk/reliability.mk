@@ -1,0 +1,5 @@
+# Reliability gates: every resolved entry point has a test that injects its
+# failure (tools/fault-coverage).
+.PHONY: fault-coverage
+fault-coverage:
+	@tools/fault-coverage
