@@ -12,13 +12,15 @@ namespace {
 // Minimum struct_size a caller's tf_device_properties must declare: up to ordinal.
 constexpr size_t kDeviceInfoMinSize = offsetof(tf_device_properties, ordinal) + sizeof(int32_t);
 
-// Whether a runtime on device 0 can be created and synchronized.
+// Whether a runtime on device 0 can be created, given a stream and
+// synchronized: the whole path a first real call takes.
 int32_t probe_gpu() {
     int32_t count = 0;
     if (tf_device_count(&count) != TF_OK || count < 1) return 0;
     tf_runtime *rt = nullptr;
     if (tf_runtime_new(0, &rt) != TF_OK) return 0;
-    int32_t ok = tf_runtime_sync(rt) == TF_OK;
+    void *stream = nullptr;
+    int32_t ok = tf_runtime_stream(rt, &stream) == TF_OK && tf_runtime_sync(rt) == TF_OK;
     tf_runtime_release(rt);
     return ok;
 }

@@ -150,6 +150,17 @@ static void gpu_available_is_zero_when_runtime_fails(void **state) {
     assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
 }
 
+/* The probe goes all the way: a stream is made and synchronized. */
+static void gpu_available_is_zero_when_sync_fails(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_int_equal(tf_gpu_available(), 0);
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+    assert_int_equal(tfd()->tfd_live(TFD_STREAMS), 0);
+    assert_int_equal(tf_gpu_available(), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(count_and_describe, test_reset),
@@ -161,6 +172,7 @@ int main(void) {
         cmocka_unit_test_setup(gpu_available_keeps_last_error, test_reset),
         cmocka_unit_test_setup(gpu_available_is_zero_without_devices, test_reset),
         cmocka_unit_test_setup(gpu_available_is_zero_when_runtime_fails, test_reset),
+        cmocka_unit_test_setup(gpu_available_is_zero_when_sync_fails, test_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
