@@ -4,6 +4,8 @@
 #   make check-layout    abi/layout.c: frozen struct layouts and enum values
 #   make check-abi       abidiff of the built library against abi/tenferro_gpu.abixml
 #   make check-package   staged install, pkg-config, a consumer, dlopen of every symbol
+#   make check-abi-selftest  breaks a copy of the tree in each way the gate
+#                        must catch and checks that it does
 #   make abi-baseline    bump abi/ to the ABI as built now (the lead, on purpose;
 #                        docs/abi-stability.md says when)
 #
@@ -16,7 +18,7 @@ PUBLIC_HEADER := include/tenferro_gpu.h
 
 DEBS_CHECK += abigail-tools clang python3
 
-.PHONY: check-header check-layout check-abi check-package abi-baseline
+.PHONY: check-header check-layout check-abi check-abi-selftest check-package abi-baseline
 
 check-header:
 	@tools/check-header-compile $(PUBLIC_HEADER) $(BUILD)/header
@@ -27,6 +29,9 @@ check-layout:
 check-abi: lib
 	@tools/ensure-debs abigail-tools
 	@tools/abi-gate check $(LIB) $(ABI_BASELINE) $(ABI_WORK)
+
+check-abi-selftest: lib
+	@tools/test-abi-gate "$(MAKE)" $(BUILD)/abi-selftest
 
 check-package: lib double
 	@tools/check-package "$(MAKE)" $(BUILD)/package $(DOUBLE_DIR) $(VERSION)
@@ -41,4 +46,4 @@ abi-baseline: lib
 	@tools/abi-layout bump $(PUBLIC_HEADER) $(ABI_LAYOUT) $(ABI_LAYOUT_FLAGS)
 	@echo "abi-baseline: abi/ now describes version $(VERSION); commit abi/ with the change"
 
-CHECK_TARGETS += check-header check-layout check-abi check-package
+CHECK_TARGETS += check-header check-layout check-abi check-abi-selftest check-package
