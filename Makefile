@@ -7,6 +7,8 @@
 #   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=
 #   make bench           benchmarks against the raw driver (GPU machine)
 #   make asan tsan valgrind   the suites under sanitizers
+#   make docs            the API reference and guides (Doxygen), warnings are errors
+#   make abi-baseline    bump abi/ to the ABI as built, on purpose (docs/abi-stability.md)
 #
 # CUDA is used at build time for its headers only (CUDA_HOME).  Nothing links
 # against libcuda, libcudart or libcublas; the library loads them at run time.
