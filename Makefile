@@ -7,6 +7,8 @@
 #   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=
 #   make bench           benchmarks against the raw driver (GPU machine)
 #   make asan tsan valgrind   the suites under sanitizers
+#   make docs            the API reference and guides (Doxygen), warnings are errors
+#   make abi-baseline    bump abi/ to the ABI as built, on purpose (docs/abi-stability.md)
 #
 # CUDA is used at build time for its headers only (CUDA_HOME).  Nothing links
 # against libcuda, libcudart or libcublas; the library loads them at run time.
@@ -181,9 +183,15 @@ bench: bench-build
 
 # ---- install -------------------------------------------------------------
 .PHONY: install uninstall
-$(BUILD)/tenferro_gpu.pc: pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+# Rewritten on every install whose PREFIX, LIBDIR or INCLUDEDIR differ from
+# the last one (a file rule alone would install a stale prefix).
+$(BUILD)/tenferro_gpu.pc: pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+.PHONY: FORCE
+FORCE:
 
 install: lib $(BUILD)/tenferro_gpu.pc
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)

@@ -1,5 +1,6 @@
-/*
- * tenferro-gpu: drive one CUDA device's runtime from any language.
+/**
+ * @file tenferro_gpu.h
+ * @brief tenferro-gpu: drive one CUDA device's runtime from any language.
  *
  * This header is the whole manual.  It compiles as C89, C99, C11 and C++ and
  * includes nothing but <stddef.h> and <stdint.h>.  CUDA objects cross the ABI
@@ -25,6 +26,21 @@
  *  - Structs passed in or out start with uint32_t struct_size, which the
  *    caller sets with the struct's *_init function.  Structs only ever grow
  *    at the end, so a program built against an older header keeps working.
+ *  - Every function returning tf_status may also return
+ *    TF_ERROR_OUT_OF_MEMORY when host memory runs out and TF_ERROR_INTERNAL
+ *    for a bug in this library; the lists below do not repeat them.  A
+ *    failing CUDA driver call returns the status its CUresult maps to (see
+ *    enum tf_status_code): TF_ERROR_CUDA unless a more precise one applies.
+ *  - Pointers the library hands out (strings, contexts, streams) are
+ *    borrowed: never free them; each comment says how long they stay valid.
+ *    Pointers the caller passes in are used during the call only, unless the
+ *    comment says the library keeps them.
+ *
+ * Every function's comment gives: each parameter with its direction; what it
+ * returns, every status listed; "Thread safety": which threads may call it
+ * and what it serializes on; and for fallible functions "On failure": what a
+ * failure leaves behind (what was written, what was leaked, what the caller
+ * must not reuse).
  *
  * Thread safety: every function may be called from any thread.  A runtime
  * handle may be shared by threads; each function documents what it
@@ -37,8 +53,11 @@
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
+/** Marks the exported functions (default visibility); nothing else is
+ * exported. */
 #define TF_API __attribute__((visibility("default")))
 #else
+/** Elsewhere the version script alone decides what is exported. */
 #define TF_API
 #endif
 
@@ -48,6 +67,10 @@ extern "C" {
 
 /**
  * @defgroup version Version
+ *
+ * The version of the header a program was built with (the macros) and of the
+ * library it runs with (the functions).  The major version is the SONAME's
+ * number; docs/abi-stability.md says what each part may change.
  * @{
  */
 
@@ -67,17 +90,33 @@ extern "C" {
  * Version of the loaded library as TF_VERSION_NUMBER computes it.
  *
  * Compare it with TF_VERSION_NUMBER to detect a library older than the
- * header a program was built with.  Never fails; thread-safe.
+ * header a program was built with.
+ *
+ * @return major * 10000 + minor * 100 + patch of the loaded library.  Never
+ *         fails.
+ * @threadsafety Any thread; reads no state.
  */
 TF_API uint32_t tf_version(void);
 
-/** Version of the loaded library as a static "major.minor.patch" string. */
+/**
+ * Version of the loaded library as a "major.minor.patch" string.
+ *
+ * @return a static string, never NULL, valid while the library is loaded;
+ *         never free it.  Never fails.
+ * @threadsafety Any thread; reads no state.
+ */
 TF_API const char *tf_version_string(void);
 
 /** @} */
 
 /**
  * @defgroup errors Statuses and errors
+ *
+ * Every fallible function returns a tf_status and, on failure, records the
+ * calling thread's last error: the status, the public function that failed
+ * (the operation), the call inside it that failed, a numeric code with its
+ * domain, and a message.  The record is thread-local and survives successful
+ * calls.  See docs/errors-and-logging.md.
  * @{
  */
 
@@ -87,7 +126,26 @@ TF_API const char *tf_version_string(void);
  */
 typedef int32_t tf_status;
 
-/** Every status a function of this library returns. */
+/**
+ * Every status a function of this library returns.
+ *
+ * A failing CUDA driver call maps its CUresult to a status:
+ * CUDA_ERROR_OUT_OF_MEMORY to TF_ERROR_OUT_OF_MEMORY;
+ * CUDA_ERROR_STUB_LIBRARY to TF_ERROR_DRIVER_STUB; CUDA_ERROR_NO_DEVICE to
+ * TF_ERROR_NO_DEVICE; CUDA_ERROR_INVALID_DEVICE and
+ * CUDA_ERROR_DEVICE_UNAVAILABLE to TF_ERROR_DEVICE_UNAVAILABLE;
+ * CUDA_ERROR_NOT_SUPPORTED to TF_ERROR_NOT_SUPPORTED; the sticky faults
+ * (illegal address, illegal instruction, misaligned address, invalid address
+ * space, invalid program counter, hardware stack error, device assert,
+ * launch failure, launch timeout, uncorrectable ECC error) to
+ * TF_ERROR_DEVICE_FAULT; every other result to TF_ERROR_CUDA.  In each case
+ * tf_last_error_code() is the CUresult and tf_last_error_code_domain() is
+ * TF_CODE_CUDA.  A driver entry point the loaded driver lacks gives
+ * TF_ERROR_NOT_SUPPORTED.
+ *
+ * Values are never renumbered and a retired value is never reused; new
+ * values are only added at the end (docs/abi-stability.md).
+ */
 enum tf_status_code {
     /** Success. */
     TF_OK = 0,
@@ -154,8 +212,13 @@ enum tf_code_domain {
 };
 
 /**
- * A static, human-readable description of a status ("invalid argument").
- * Never NULL; an unknown value gives "unknown status".  Thread-safe.
+ * A human-readable description of a status ("invalid argument").
+ *
+ * @param[in] status any value; one this library does not know is described
+ *                   as "unknown status".
+ * @return a static string, never NULL, valid while the library is loaded;
+ *         never free it.  Never fails.
+ * @threadsafety Any thread; reads no state.
  */
 TF_API const char *tf_status_string(tf_status status);
 
@@ -164,36 +227,77 @@ TF_API const char *tf_status_string(tf_status status);
  * "tf_runtime_sync: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS
  * (700): an illegal memory access was encountered".
  *
- * Never NULL ("" when this thread has seen no failure).  The pointer refers
- * to thread-local storage: it stays valid, unchanged, until the next failing
- * call of this library on the same thread, tf_clear_last_error(), or the
- * thread's exit.  Copy it to keep it.
+ * @return never NULL ("" when this thread has seen no failure).  The pointer
+ *         refers to thread-local storage: it stays valid, unchanged, until
+ *         the next failing call of this library on the same thread,
+ *         tf_clear_last_error(), the thread's exit or the library's unload.
+ *         Copy it to keep it; never free it.  Never fails.
+ * @threadsafety Any thread; reads only the calling thread's record, so a
+ *         thread never sees another thread's failure.
  */
 TF_API const char *tf_last_error_message(void);
 
-/** The public function that failed ("tf_runtime_sync"), or "". Lifetime as
- * tf_last_error_message(). */
+/**
+ * The public function that failed.
+ *
+ * @return "tf_runtime_sync" for example, or "" when this thread has seen no
+ *         failure.  Lifetime as tf_last_error_message().  Never fails.
+ * @threadsafety As tf_last_error_message().
+ */
 TF_API const char *tf_last_error_operation(void);
 
-/** The call inside it that failed ("cuStreamSynchronize", "cublasCreate_v2",
- * "callback"), or "" when the library itself refused.  Lifetime as
- * tf_last_error_message(). */
+/**
+ * The call inside the failed function that failed.
+ *
+ * @return "cuStreamSynchronize", "cublasCreate_v2" or "callback" for example;
+ *         "" when the library itself refused (a bad argument, a released
+ *         handle) or this thread has seen no failure.  Lifetime as
+ *         tf_last_error_message().  Never fails.
+ * @threadsafety As tf_last_error_message().
+ */
 TF_API const char *tf_last_error_call(void);
 
-/** Numeric code of the last failure (a CUresult, cublasStatus_t, nvrtcResult,
- * callback value or errno, per tf_last_error_code_domain()), or 0. */
+/**
+ * Numeric code of the last failure.
+ *
+ * @return a CUresult, cublasStatus_t, nvrtcResult, callback return value or
+ *         errno, as tf_last_error_code_domain() says; 0 when the failure had
+ *         no numeric code or this thread has seen no failure.  Never fails.
+ * @threadsafety As tf_last_error_message().
+ */
 TF_API int32_t tf_last_error_code(void);
 
-/** Domain of tf_last_error_code(), one of enum tf_code_domain. */
+/**
+ * Domain of tf_last_error_code().
+ *
+ * @return one of enum tf_code_domain; TF_CODE_NONE when there is no code.
+ *         Never fails.
+ * @threadsafety As tf_last_error_message().
+ */
 TF_API int32_t tf_last_error_code_domain(void);
 
-/** Status of the last failure on the calling thread, or TF_OK if none. */
+/**
+ * Status of the last failure on the calling thread.
+ *
+ * @return the status the last failing call returned, or TF_OK if this thread
+ *         has seen no failure since it started or last cleared its record.
+ *         Never fails and changes nothing.
+ * @threadsafety As tf_last_error_message().
+ * @failure Cannot fail.
+ */
 TF_API tf_status tf_last_error_status(void);
 
-/** Forget the calling thread's last error. */
+/**
+ * Forget the calling thread's last error: afterwards its status is TF_OK,
+ * its strings are "" and its code is 0.  Strings returned earlier keep their
+ * storage, which now reads "".
+ *
+ * @threadsafety Any thread; touches only the calling thread's record.
+ */
 TF_API void tf_clear_last_error(void);
 
-/** Maximum bytes of tf_error_info::operation and ::call, terminator included. */
+/** Maximum bytes of tf_error_info::operation and tf_error_info::call,
+ * terminator included. */
 #define TF_ERROR_NAME_CAPACITY 64
 /** Maximum bytes of tf_error_info::message, terminator included; longer
  * messages are truncated. */
@@ -213,7 +317,12 @@ typedef struct tf_error_info {
     char message[TF_ERROR_MESSAGE_CAPACITY]; /**< out: the full message */
 } tf_error_info;
 
-/** Zero @p info and set its struct_size. NULL is ignored. */
+/**
+ * Zero @p info and set its struct_size to sizeof(tf_error_info).
+ *
+ * @param[out] info the struct to initialise; NULL is ignored.
+ * @threadsafety Any thread; touches only @p info.
+ */
 TF_API void tf_error_info_init(tf_error_info *info);
 
 /**
@@ -222,9 +331,15 @@ TF_API void tf_error_info_init(tf_error_info *info);
  * Go and Julia callers whose code can move between OS threads call this in
  * the same foreign call as the failing function (see docs/threading.md).
  *
- * @param[out] out initialised with tf_error_info_init.
+ * @param[in,out] out initialised with tf_error_info_init().  Only its first
+ *                struct_size bytes are written, so a caller built against an
+ *                older, shorter struct gets the fields it knows; struct_size
+ *                itself is kept.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT if @p out is NULL or its
- *         struct_size is smaller than the first field.
+ *         struct_size does not reach past the status field.
+ * @threadsafety Any thread; reads only the calling thread's record.
+ * @failure @p out is not written, and the thread's last error now describes
+ *         this failure: the error the caller wanted is lost.
  */
 TF_API tf_status tf_last_error(tf_error_info *out);
 
@@ -232,6 +347,11 @@ TF_API tf_status tf_last_error(tf_error_info *out);
 
 /**
  * @defgroup logging Logging
+ *
+ * Failures that have no caller to return a status to (a caller's context
+ * that could not be restored, resources leaked at teardown) are logged: to
+ * stderr by default, or to a callback through which a host language routes
+ * them into its own logger.  See docs/errors-and-logging.md.
  * @{
  */
 
@@ -246,26 +366,40 @@ enum tf_log_level {
  * restored, resources leaked at teardown and why.  Such failures have no
  * caller to return a status to, so the callback returns nothing.
  *
- * @param level     enum tf_log_level.
- * @param message   one line without a trailing newline, valid only during
- *                  the call.
- * @param user_data as given to tf_set_log_callback.
+ * @param[in] level     enum tf_log_level.
+ * @param[in] message   one line without a trailing newline, valid only
+ *                      during the call: copy it to keep it.
+ * @param[in] user_data as given to tf_set_log_callback().
  *
- * It may be called from any thread the library runs on, concurrently.
+ * It may be called from any thread the library runs on, concurrently, while
+ * the library holds the log lock shared (see tf_set_log_callback()).  It may
+ * call this library, except tf_set_log_callback(), which refuses with
+ * TF_ERROR_RUNTIME_STATE.  A C++ exception it throws loses its message and
+ * nothing else.
  */
 typedef void (*tf_log_fn)(int32_t level, const char *message, void *user_data);
 
 /**
  * Route log messages to @p fn, or back to the default (stderr, each line
  * prefixed "tenferro-gpu: ") when @p fn is NULL.  To silence the library,
- * install a callback that ignores its arguments.
+ * install a callback that ignores its arguments.  The setting is
+ * process-wide.
  *
  * Once this returns, the previous callback is never called again, so its
  * user_data may be freed.  It waits for calls of the previous callback in
  * progress on other threads.
  *
+ * @param[in] fn        the callback, or NULL for the default.
+ * @param[in] user_data passed unchanged to every call of @p fn.  The library
+ *                      keeps the pointer but never dereferences or frees it;
+ *                      it must stay valid until a later tf_set_log_callback()
+ *                      returns.
  * @return TF_OK; TF_ERROR_RUNTIME_STATE when called from inside a log
  *         callback (which would deadlock).
+ * @threadsafety Any thread.  Takes the process-wide log lock exclusively, so
+ *         it waits for log callbacks running on other threads: a log
+ *         callback must never wait for a thread that may be calling this.
+ * @failure The previous callback stays installed.
  */
 TF_API tf_status tf_set_log_callback(tf_log_fn fn, void *user_data);
 
@@ -273,6 +407,11 @@ TF_API tf_status tf_set_log_callback(tf_log_fn fn, void *user_data);
 
 /**
  * @defgroup devices Devices
+ *
+ * What the driver reports, without creating a context.  The first call in a
+ * process that needs the driver loads it (libcuda.so.1, or the absolute path
+ * in the environment variable TENFERRO_GPU_CUDA_DRIVER) and keeps it loaded
+ * until the process exits.
  * @{
  */
 
@@ -294,16 +433,28 @@ typedef struct tf_device_properties {
     int32_t pci_device_id;           /**< PCI device */
 } tf_device_properties;
 
-/** Zero @p info and set its struct_size. NULL is ignored. */
+/**
+ * Zero @p info and set its struct_size to sizeof(tf_device_properties).
+ *
+ * @param[out] info the struct to initialise; NULL is ignored.
+ * @threadsafety Any thread; touches only @p info.
+ */
 TF_API void tf_device_properties_init(tf_device_properties *info);
 
 /**
  * Whether this process can use a CUDA device: the driver loads, reports a
  * device, a runtime on device 0 can be created and synchronized.
  *
+ * The probe is a real runtime: on a GPU the first call pays for device 0's
+ * primary context.  Call it once and keep the answer.
+ *
  * @return 1 or 0.  Never fails, never prints, leaves the thread's last error
  *         as it was.  The probe's runtime is released before it returns.
  *         Use it to skip GPU work on machines without one.
+ * @threadsafety Any thread; concurrent calls probe independently.  The first
+ *         call in the process loads the driver (concurrent first calls wait
+ *         for that one load); otherwise as tf_runtime_new() and
+ *         tf_runtime_release().
  */
 TF_API int32_t tf_gpu_available(void);
 
@@ -314,7 +465,14 @@ TF_API int32_t tf_gpu_available(void);
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_count);
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED (the driver lacks
- *         an entry point this needs); TF_ERROR_CUDA.
+ *         an entry point this needs); TF_ERROR_CUDA (cuInit or
+ *         cuDeviceGetCount failed).
+ * @threadsafety Any thread.  The first call in the process loads the driver
+ *         once (concurrent first calls wait for it); cuInit is called until
+ *         it succeeds once; after that no lock is taken.
+ * @failure @p out_count is not written.  A driver that loaded stays loaded
+ *         and nothing else is created.  A failed load is not retried: the
+ *         process keeps getting the same status.
  */
 TF_API tf_status tf_device_count(int32_t *out_count);
 
@@ -322,13 +480,15 @@ TF_API tf_status tf_device_count(int32_t *out_count);
  * Describe one device.  Creates no context; all fields are queried before
  * any is written, so a failure leaves @p out untouched.
  *
- * @param ordinal   0 .. tf_device_count() - 1.
- * @param[in,out] out initialised with tf_device_properties_init; fields past its
- *                  struct_size are not written.
+ * @param[in] ordinal 0 .. tf_device_count() - 1.
+ * @param[in,out] out initialised with tf_device_properties_init(); fields
+ *                past its struct_size are not written.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small,
  *         negative ordinal); TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal;
  *         the message lists the devices); TF_ERROR_NO_DEVICE; and the
  *         driver-loading statuses of tf_device_count().
+ * @threadsafety As tf_device_count().
+ * @failure @p out is not written.
  */
 TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out);
 
@@ -342,6 +502,13 @@ TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out);
  * sequence number (threads are numbered as they first call the library)
  * modulo the slot count; a slot's stream is created at its first use, as a
  * non-blocking stream, and never replaced while the runtime lives.
+ *
+ * Every function taking a handle refuses NULL with TF_ERROR_INVALID_ARGUMENT
+ * and a released handle with TF_ERROR_INVALID_HANDLE (when the library can
+ * still tell).  Functions that touch the device also refuse in a process
+ * forked from the one that created the runtime (TF_ERROR_RUNTIME_STATE) and
+ * once the runtime has seen a sticky device fault (TF_ERROR_DEVICE_FAULT).
+ * See docs/threading.md and docs/teardown.md.
  * @{
  */
 
@@ -377,12 +544,29 @@ typedef struct tf_runtime_options {
     uint32_t flags;
 } tf_runtime_options;
 
-/** Set @p options to the defaults and its struct_size. NULL is ignored. */
+/**
+ * Set @p options to the defaults and its struct_size to
+ * sizeof(tf_runtime_options).
+ *
+ * @param[out] options the struct to initialise; NULL is ignored.
+ * @threadsafety Any thread; touches only @p options.
+ */
 TF_API void tf_runtime_options_init(tf_runtime_options *options);
 
 /**
  * Create a runtime on device @p ordinal with default options.
  * Same as tf_runtime_new_with_options(ordinal, NULL, out).
+ *
+ * @param[in] ordinal device ordinal.
+ * @param[out] out    the new handle with one reference.
+ * @return those of tf_runtime_new_with_options() but the option errors:
+ *         TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, negative ordinal);
+ *         TF_ERROR_DEVICE_UNAVAILABLE; TF_ERROR_NO_DEVICE;
+ *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
+ *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED;
+ *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ * @threadsafety As tf_runtime_new_with_options().
+ * @failure As tf_runtime_new_with_options().
  */
 TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
 
@@ -392,12 +576,14 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  * In order: load and initialize the driver, look the device up, retain its
  * primary context, read the device's description.  A failure after the
  * retain releases the primary context again.  No stream, handle or memory is
- * created yet; each is made at first use.
+ * created yet; each is made at first use.  Failures are recorded with the
+ * operation "tf_runtime_new".
  *
- * @param ordinal  device ordinal.
- * @param options  NULL for the defaults, or initialised with
- *                 tf_runtime_options_init.  A struct_size larger than this
+ * @param[in] ordinal device ordinal.
+ * @param[in] options NULL for the defaults, or initialised with
+ *                 tf_runtime_options_init().  A struct_size larger than this
  *                 library knows is accepted when the unknown tail is zero.
+ *                 Read during the call only.
  * @param[out] out the new handle with one reference; release it with
  *                 tf_runtime_release().
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, negative ordinal,
@@ -406,6 +592,12 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  *         the devices found); TF_ERROR_NO_DEVICE; TF_ERROR_DRIVER_NOT_FOUND;
  *         TF_ERROR_DRIVER_STUB; TF_ERROR_DRIVER_TOO_OLD;
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ * @threadsafety Any thread.  Runtimes created concurrently are independent;
+ *         runtimes on one device share its primary context, which the driver
+ *         reference-counts.  The first call in the process loads the driver
+ *         and installs the fork handler, each once.
+ * @failure @p out is not written and nothing is leaked: a primary context
+ *         retained before the failure has been released again.
  */
 TF_API tf_status tf_runtime_new_with_options(int32_t ordinal,
                                              const tf_runtime_options *options,
@@ -415,7 +607,11 @@ TF_API tf_status tf_runtime_new_with_options(int32_t ordinal,
  * Add a reference to @p rt.  The same pointer then needs one more
  * tf_runtime_release().  Retained handles share identity and state.
  *
+ * @param[in] rt a handle the caller holds a reference to.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL); TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; one atomic increment, no lock.  Works in a forked
+ *         child and after a device fault.
+ * @failure Nothing changes.
  */
 TF_API tf_status tf_runtime_retain(tf_runtime *rt);
 
@@ -432,13 +628,27 @@ TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  *     device may still use them, and a warning is logged;
  *  3. the primary context is released;
  *  4. the caller's current context is what it was before the call.
- * After a device fault (TF_ERROR_DEVICE_FAULT) or in a forked child, steps 1
- * and 2 are skipped and the resources leaked without a warning; a driver
- * that reports deinitialization (at process exit) is treated the same way.
- * Teardown failures go to the log, never to the status.
  *
+ * After a device fault (TF_ERROR_DEVICE_FAULT) steps 1 and 2 are skipped and
+ * the resources leaked without a warning; a driver that reports
+ * deinitialization (at process exit) is treated the same way.  In a forked
+ * child no driver call is made at all: the child's copies of the streams and
+ * of the context retain belong to the parent and are abandoned.  Teardown
+ * failures go to the log, never to the status.  docs/teardown.md has the
+ * whole leak contract.
+ *
+ * @param[in] rt the reference to drop, or NULL.  After TF_OK the caller must
+ *               not use this reference again; other references to the same
+ *               handle stay valid.  Never drop the last reference from
+ *               inside a callback the library runs for this runtime.
  * @return TF_OK; TF_ERROR_INVALID_HANDLE when @p rt was already released
  *         (detected as for every function).
+ * @threadsafety Any thread, but not while another thread still uses the
+ *         reference being dropped.  The last release of a handle briefly
+ *         takes the process-wide handle quarantine lock; the last release of
+ *         the runtime blocks until the device has finished the runtime's
+ *         work (step 1).
+ * @failure Nothing changes and nothing is released.
  */
 TF_API tf_status tf_runtime_release(tf_runtime *rt);
 
@@ -451,10 +661,14 @@ TF_API tf_status tf_runtime_release(tf_runtime *rt);
  * and keeps the runtime alive until released with tf_runtime_release().
  * Binding a bound handle rebinds to @p slot.
  *
- * @param slot      0 .. slot count - 1.
+ * @param[in] rt    any handle of the runtime; it keeps its own reference.
+ * @param[in] slot  0 .. slot count - 1.
  * @param[out] out  the bound handle, with one reference.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, slot out of range);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY.
+ * @threadsafety Any thread; no lock.  The bound handle may be used from any
+ *         thread; threads using it at once share its slot (and its stream).
+ * @failure @p out is not written and no reference is created.
  */
 TF_API tf_status tf_runtime_bind_slot(tf_runtime *rt, int32_t slot, tf_runtime **out);
 
@@ -463,7 +677,11 @@ TF_API tf_status tf_runtime_bind_slot(tf_runtime *rt, int32_t slot, tf_runtime *
  * process and equal for every handle retained or bound from it.  Use it as a
  * cache key; it grants nothing.
  *
+ * @param[in] rt   the runtime.
+ * @param[out] out its identity, never 0.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock, no driver call.
+ * @failure @p out is not written.
  */
 TF_API tf_status tf_runtime_identity(const tf_runtime *rt, uint64_t *out);
 
@@ -472,15 +690,24 @@ TF_API tf_status tf_runtime_identity(const tf_runtime *rt, uint64_t *out);
  * belongs to its domain.  Fresh per tf_runtime_new(), equal across retained
  * and bound handles, never equal to any identity.
  *
+ * @param[in] rt   the runtime.
+ * @param[out] out its allocation domain, never 0.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock, no driver call.
+ * @failure @p out is not written.
  */
 TF_API tf_status tf_runtime_allocation_domain(const tf_runtime *rt, uint64_t *out);
 
 /**
  * The runtime's device, as read when it was created (no driver call).
  *
- * @param[in,out] out initialised with tf_device_properties_init.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @param[in] rt      the runtime.
+ * @param[in,out] out initialised with tf_device_properties_init(); fields
+ *                    past its struct_size are not written.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small);
+ *         TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock, no driver call.
+ * @failure @p out is not written.
  */
 TF_API tf_status tf_runtime_device_info(const tf_runtime *rt, tf_device_properties *out);
 
@@ -506,11 +733,14 @@ enum tf_capability {
 /**
  * Whether the runtime supports @p capability.
  *
- * @param capability enum tf_capability; a value this library does not know
- *                   is answered with 0, so newer programs run on older
+ * @param[in] rt     the runtime.
+ * @param[in] capability enum tf_capability; a value this library does not
+ *                   know is answered with 0, so newer programs run on older
  *                   libraries.
  * @param[out] out_supported 1 or 0.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock.
+ * @failure @p out_supported is not written.
  */
 TF_API tf_status tf_runtime_supports(const tf_runtime *rt, int32_t capability,
                                      int32_t *out_supported);
@@ -520,17 +750,40 @@ TF_API tf_status tf_runtime_supports(const tf_runtime *rt, int32_t capability,
  * valid while the runtime lives.  Prefer tf_with_context() to making it
  * current yourself.
  *
+ * @param[in] rt           the runtime.
+ * @param[out] out_context the CUcontext, borrowed: never release, destroy or
+ *                         pop it; it is valid until the runtime's last
+ *                         reference is released.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock, no driver call.
+ * @failure @p out_context is not written.
  */
 TF_API tf_status tf_runtime_primary_context(const tf_runtime *rt, void **out_context);
 
-/** Number of stream slots of the runtime.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE. */
+/**
+ * Number of stream slots of the runtime.
+ *
+ * @param[in] rt         the runtime.
+ * @param[out] out_count the slot count, fixed when the runtime was created.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock, no driver call.
+ * @failure @p out_count is not written.
+ */
 TF_API tf_status tf_runtime_slot_count(const tf_runtime *rt, int32_t *out_count);
 
-/** Stream slot the calling thread uses with @p rt (the bound slot for a
+/**
+ * Stream slot the calling thread uses with @p rt (the bound slot for a
  * handle from tf_runtime_bind_slot()).  No driver call.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE. */
+ *
+ * @param[in] rt        the runtime.
+ * @param[out] out_slot 0 .. slot count - 1.  For an unbound handle it is
+ *                      fixed per thread, but a goroutine or task that moves
+ *                      to another thread gets that thread's slot.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @threadsafety Any thread; no lock.  The first call of a thread into the
+ *         library numbers it with one atomic increment.
+ * @failure @p out_slot is not written.
+ */
 TF_API tf_status tf_runtime_current_slot(const tf_runtime *rt, int32_t *out_slot);
 
 /**
@@ -538,14 +791,34 @@ TF_API tf_status tf_runtime_current_slot(const tf_runtime *rt, int32_t *out_slot
  * stays valid while the runtime lives and is never replaced.  Work the
  * caller enqueues on it is ordered with the library's own work on that slot.
  *
+ * @param[in] rt          the runtime.
+ * @param[out] out_stream the CUstream, borrowed: never destroy it; it is
+ *                        valid until the runtime's last reference is
+ *                        released.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE (forked child); TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_CUDA (stream creation, context switch).
+ * @threadsafety Any thread.  A slot's first use takes the runtime's
+ *         stream-creation lock while the stream is created; later calls take
+ *         no lock.  Threads sharing a slot get the same stream.
+ * @failure @p out_stream is not written.  A stream that could not be
+ *         created leaves the slot empty, so a later call tries again.
  */
 TF_API tf_status tf_runtime_stream(tf_runtime *rt, void **out_stream);
 
-/** As tf_runtime_stream() for an explicit slot 0 .. slot count - 1
- * (TF_ERROR_INVALID_ARGUMENT otherwise). */
+/**
+ * As tf_runtime_stream() for an explicit slot.
+ *
+ * @param[in] rt          the runtime.
+ * @param[in] slot        0 .. slot count - 1 (TF_ERROR_INVALID_ARGUMENT
+ *                        otherwise).
+ * @param[out] out_stream as for tf_runtime_stream().
+ * @return as tf_runtime_stream(): TF_OK; TF_ERROR_INVALID_ARGUMENT;
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA.
+ * @threadsafety As tf_runtime_stream().
+ * @failure As tf_runtime_stream().
+ */
 TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out_stream);
 
 /**
@@ -558,14 +831,21 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
  * driver call and changes nothing.  A failure to restore is logged, never
  * returned.  @p fn may call this library, this function included.
  *
- * @param fn        called once; its nonzero return becomes
- *                  TF_ERROR_CALLBACK with the value as the code.  A C++
- *                  exception it throws becomes TF_ERROR_CALLBACK too.
- * @param user_data passed to @p fn.
+ * @param[in] rt        the runtime.
+ * @param[in] fn        called once, on the calling thread; its nonzero return
+ *                      becomes TF_ERROR_CALLBACK with the value as the code.
+ *                      A C++ exception it throws becomes TF_ERROR_CALLBACK
+ *                      too.
+ * @param[in] user_data passed to @p fn; the library never dereferences it.
  * @return TF_OK; TF_ERROR_CALLBACK; TF_ERROR_INVALID_ARGUMENT;
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (forked child);
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the context could not be
  *         read or activated; the caller's context is left as it was).
+ * @threadsafety Any thread; no lock is held while @p fn runs, so threads run
+ *         their callbacks concurrently.
+ * @failure If the context could not be activated, @p fn was not called.  If
+ *         @p fn failed, whatever it did before failing stands; the library
+ *         undoes nothing but the context switch.
  */
 TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
                                  void *user_data);
@@ -575,9 +855,17 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
  * then run the workspace retirements the device has passed.  Other slots are
  * not waited for.  A slot whose stream was never created returns at once.
  *
+ * @param[in] rt the runtime; a bound handle waits for its bound slot.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (the wait reported
  *         a sticky fault); TF_ERROR_CUDA.
+ * @threadsafety Any thread.  Blocks the calling thread in the driver while
+ *         the stream drains, holding no lock of this library; other threads
+ *         keep working, on this slot too.
+ * @failure The work may or may not have finished.  After
+ *         TF_ERROR_DEVICE_FAULT the runtime refuses every later call that
+ *         touches the device: release it (its resources are leaked
+ *         quietly) and create a new one.
  */
 TF_API tf_status tf_runtime_sync(tf_runtime *rt);
 
