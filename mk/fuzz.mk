@@ -21,9 +21,12 @@ fuzz-build:
 
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/found
-	LD_LIBRARY_PATH=$(FUZZ_BUILD)/double $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) \
+	@echo "fuzz: $(FUZZ_SECONDS) s of random call sequences (log: $(FUZZ_BUILD)/fuzz.log)"
+	@LD_LIBRARY_PATH=$(FUZZ_BUILD)/double $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) \
 	  -max_len=1024 -timeout=10 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ \
-	  $(FUZZ_BUILD)/found tests/fuzz/corpus
+	  $(FUZZ_BUILD)/found tests/fuzz/corpus >$(FUZZ_BUILD)/fuzz.log 2>&1 \
+	  || { tail -60 $(FUZZ_BUILD)/fuzz.log; exit 1; }
+	@grep -E '^stat::(number_of_executed_units|new_units_added)' $(FUZZ_BUILD)/fuzz.log
 
 .PHONY: fuzz-merge
 fuzz-merge: fuzz-build
