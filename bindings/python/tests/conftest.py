@@ -98,7 +98,7 @@ def torch_cuda():
 def torch_slot_stream(rt, torch_cuda):
     """rt's slot stream for this thread as a torch.cuda.ExternalStream."""
     device = torch_cuda.device("cuda", rt.device.ordinal)
-    return torch_cuda.cuda.ExternalStream(rt.stream(), device=device)
+    return support.torch_external_stream(torch_cuda, rt.stream(), device)
 
 
 @pytest.fixture

@@ -172,3 +172,11 @@ def loaded_library_file():
             if os.path.basename(path).startswith("libtenferro_gpu.so"):
                 return os.path.realpath(path)
     raise AssertionError("libtenferro_gpu is not mapped")
+
+
+def torch_external_stream(torch, ptr, device=None):
+    """A torch stream over the CUstream `ptr`: torch.cuda.ExternalStream,
+    or get_stream_from_external where a newer PyTorch only has that."""
+    if hasattr(torch.cuda, "ExternalStream"):
+        return torch.cuda.ExternalStream(ptr, device=device)
+    return torch.cuda.get_stream_from_external(ptr, device=device)

@@ -14,6 +14,7 @@ import threading
 import pytest
 
 import tenferro_gpu as tg
+import support
 
 pytestmark = pytest.mark.gpu
 
@@ -84,7 +85,7 @@ def test_other_slots_are_not_waited_for(torch_cuda):
     torch = torch_cuda
     with tg.Runtime(0, stream_slots=2) as rt:
         slot0, slot1 = rt.bind_slot(0), rt.bind_slot(1)
-        busy = torch.cuda.ExternalStream(slot1.stream())
+        busy = support.torch_external_stream(torch, slot1.stream())
         done = spin(torch, busy)
         slot0.sync()
         assert not done.query(), "syncing slot 0 waited for slot 1"
@@ -100,7 +101,7 @@ def test_each_thread_gets_its_own_stream_for_torch(rt, torch_cuda):
 
     def work(i):
         try:
-            s = torch.cuda.ExternalStream(rt.stream())
+            s = support.torch_external_stream(torch, rt.stream())
             with torch.cuda.stream(s):
                 v = torch.arange(1024, device="cuda", dtype=torch.int64) * i
             rt.sync()
