@@ -2,6 +2,7 @@
 collection), options, queries and the slot streams."""
 
 import copy
+import os
 import gc
 import threading
 
@@ -193,3 +194,20 @@ def test_sync_reports_a_failed_wait(double, rt):
 def test_repr_names_identity_and_device(rt):
     assert repr(rt) == (f"<tenferro_gpu.Runtime identity={rt.identity} device=0 "
                         f"handle=0x{rt.handle:x}>")
+
+
+def test_a_forked_child_gets_runtime_state_error(rt):
+    rt.stream()
+    pid = os.fork()
+    if pid == 0:                       # the child: never return into pytest
+        code = 3
+        try:
+            rt.sync()
+            code = 1
+        except tg.RuntimeStateError as e:
+            code = 0 if e.operation == "tf_runtime_sync" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    rt.sync()                          # the parent is unaffected
