@@ -27,7 +27,7 @@ $(BUILD_PC): pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
 
 # cargo with the build tree's library: found by pkg-config at build time,
 # by the loader (the double's folder first) at run time.
-RUST_ENV = PATH="$(dir $(CARGO)):$$PATH" CARGO_TARGET_DIR=$(RUST_TARGET_DIR) \
+RUST_ENV = MAKEFLAGS= PATH="$(dir $(CARGO)):$$PATH" CARGO_TARGET_DIR=$(RUST_TARGET_DIR) \
   CARGO_NET_OFFLINE=true PKG_CONFIG_PATH=$(abspath $(BUILD_PC_DIR)) \
   LD_LIBRARY_PATH="$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD)/lib)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 RUST_NO_CARGO = echo "SKIPPED rust binding tests: no cargo on PATH or in $$HOME/.cargo/bin (install a Rust toolchain with rustup)"
