@@ -1,0 +1,86 @@
+"""tenferro-gpu for Python: drive one CUDA device's runtime (its primary
+context, per-thread stream slots) through libtenferro_gpu.so.1.
+
+    import tenferro_gpu as tg
+
+    if tg.gpu_available():
+        with tg.Runtime(0) as rt:
+            rt.with_context(lambda: ...)   # the primary context is current here
+            stream = rt.stream()           # this thread's CUstream, as an int
+            rt.sync()
+
+Every failure raises a TenferroError subclass named for its status
+(InvalidArgumentError, CudaError, DeviceFaultError, ...) carrying the
+library's record: status, operation, call, code, code_domain, message.
+See docs/python.md.
+"""
+
+from . import _capi
+from ._capi import MissingFunctionError
+from ._library import ENV_LIBRARY, SONAME, LoadError
+from .devices import (DeviceProperties, device_count, device_info, devices,
+                      gpu_available)
+from .errors import (CallbackError, CodeDomain, CompileError, CudaError,
+                     DeviceFaultError, DeviceUnavailableError,
+                     DriverNotFoundError, DriverStubError, DriverTooOldError,
+                     InternalError, InvalidArgumentError, InvalidHandleError,
+                     LibraryNotFoundError, NoDeviceError, NotSupportedError,
+                     OutOfMemoryError, ProviderError, RuntimeStateError,
+                     Status, TenferroError, error_class, error_from_info)
+from .log import LogLevel, log_to_logging, set_log_callback
+from .runtime import Capability, Runtime
+
+__version__ = "1.0.0"
+
+
+def library_version():
+    """Version of the loaded library as (major, minor, patch)."""
+    n = _capi.api().tf_version()
+    return (n // 10000, n // 100 % 100, n % 100)
+
+
+def library_version_string():
+    """Version of the loaded library as "major.minor.patch"."""
+    return _capi.api().tf_version_string().decode()
+
+
+def library_path():
+    """Where the loaded library came from: TENFERRO_GPU_LIBRARY's path, the
+    SONAME (found by the loader's search) or pkg-config's libdir path."""
+    return _capi.api().where
+
+
+def status_string(status):
+    """The library's description of a status ("invalid argument")."""
+    status = _capi.int32(status, "status")
+    return _capi.api().tf_status_string(status).decode()
+
+
+def last_error():
+    """The calling thread's last library error as an (unraised)
+    TenferroError, or None.  The binding raises every failure anyway; this
+    is for code that mixes in direct C calls."""
+    info = _capi.last_error_info()
+    if info.status == Status.OK:
+        return None
+    return error_from_info(info.status, info)
+
+
+def clear_last_error():
+    """Forget the calling thread's last library error."""
+    _capi.api().tf_clear_last_error()
+
+
+__all__ = [
+    "CallbackError", "Capability", "CodeDomain", "CompileError", "CudaError",
+    "DeviceFaultError", "DeviceProperties", "DeviceUnavailableError",
+    "DriverNotFoundError", "DriverStubError", "DriverTooOldError",
+    "ENV_LIBRARY", "InternalError", "InvalidArgumentError",
+    "InvalidHandleError", "LibraryNotFoundError", "LoadError", "LogLevel",
+    "MissingFunctionError", "NoDeviceError", "NotSupportedError",
+    "OutOfMemoryError", "ProviderError", "Runtime", "RuntimeStateError",
+    "SONAME", "Status", "TenferroError", "clear_last_error", "device_count",
+    "device_info", "devices", "error_class", "gpu_available", "last_error",
+    "library_path", "library_version", "library_version_string",
+    "log_to_logging", "set_log_callback", "status_string",
+]

@@ -1,0 +1,206 @@
+"""The C ABI as ctypes sees it: structs, callback types and one prototype
+per bound function of include/tenferro_gpu.h.
+
+Every function this binding calls is declared once, in PROTOTYPES, in the
+header's order and under the header's section names; adding a function of a
+new section is one line here plus its wrapper.  A function the loaded
+library does not export (an older library) fails only when it is called,
+with MissingFunctionError, so the rest of the binding keeps working.
+"""
+
+import ctypes
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int32,
+                    c_uint8, c_uint32, c_uint64, c_void_p)
+
+from . import _library, errors
+
+# ---- constants of the header that the binding needs ----------------------
+
+ERROR_NAME_CAPACITY = 64          # TF_ERROR_NAME_CAPACITY
+ERROR_MESSAGE_CAPACITY = 512      # TF_ERROR_MESSAGE_CAPACITY
+DEVICE_NAME_CAPACITY = 256        # TF_DEVICE_NAME_CAPACITY
+
+# ---- structs (each starts with struct_size, set by its *_init) -----------
+
+
+class ErrorInfo(Structure):
+    """struct tf_error_info"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("status", c_int32),
+        ("code_domain", c_int32),
+        ("code", c_int32),
+        ("operation", c_char * ERROR_NAME_CAPACITY),
+        ("call", c_char * ERROR_NAME_CAPACITY),
+        ("message", c_char * ERROR_MESSAGE_CAPACITY),
+    ]
+
+
+class DevicePropertiesStruct(Structure):
+    """struct tf_device_properties"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("ordinal", c_int32),
+        ("name", c_char * DEVICE_NAME_CAPACITY),
+        ("uuid", c_uint8 * 16),
+        ("compute_capability_major", c_int32),
+        ("compute_capability_minor", c_int32),
+        ("total_memory_bytes", c_uint64),
+        ("multiprocessor_count", c_int32),
+        ("pci_domain_id", c_int32),
+        ("pci_bus_id", c_int32),
+        ("pci_device_id", c_int32),
+    ]
+
+
+class RuntimeOptionsStruct(Structure):
+    """struct tf_runtime_options"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("stream_slots", c_uint32),
+        ("cublas_workspace_bytes", c_uint64),
+        ("retirement_capacity", c_uint32),
+        ("flags", c_uint32),
+    ]
+
+
+# ---- callback types ------------------------------------------------------
+
+# int32_t (*fn)(void *user_data) of tf_with_context.
+WITH_CONTEXT_FN = CFUNCTYPE(c_int32, c_void_p)
+# tf_log_fn
+LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+
+# ---- prototypes ----------------------------------------------------------
+
+status = c_int32          # tf_status
+runtime_p = c_void_p      # tf_runtime *
+
+PROTOTYPES = (
+    # Version
+    ("tf_version", c_uint32, ()),
+    ("tf_version_string", c_char_p, ()),
+    # Statuses and errors
+    ("tf_status_string", c_char_p, (status,)),
+    ("tf_clear_last_error", None, ()),
+    ("tf_error_info_init", None, (POINTER(ErrorInfo),)),
+    ("tf_last_error", status, (POINTER(ErrorInfo),)),
+    # Logging
+    ("tf_set_log_callback", status, (LOG_FN, c_void_p)),
+    # Devices
+    ("tf_device_properties_init", None, (POINTER(DevicePropertiesStruct),)),
+    ("tf_gpu_available", c_int32, ()),
+    ("tf_device_count", status, (POINTER(c_int32),)),
+    ("tf_device_info", status, (c_int32, POINTER(DevicePropertiesStruct))),
+    # Runtime
+    ("tf_runtime_options_init", None, (POINTER(RuntimeOptionsStruct),)),
+    ("tf_runtime_new", status, (c_int32, POINTER(runtime_p))),
+    ("tf_runtime_new_with_options", status,
+     (c_int32, POINTER(RuntimeOptionsStruct), POINTER(runtime_p))),
+    ("tf_runtime_retain", status, (runtime_p,)),
+    ("tf_runtime_release", status, (runtime_p,)),
+    ("tf_runtime_bind_slot", status, (runtime_p, c_int32, POINTER(runtime_p))),
+    ("tf_runtime_identity", status, (runtime_p, POINTER(c_uint64))),
+    ("tf_runtime_allocation_domain", status, (runtime_p, POINTER(c_uint64))),
+    ("tf_runtime_device_info", status,
+     (runtime_p, POINTER(DevicePropertiesStruct))),
+    ("tf_runtime_supports", status, (runtime_p, c_int32, POINTER(c_int32))),
+    ("tf_runtime_primary_context", status, (runtime_p, POINTER(c_void_p))),
+    ("tf_runtime_slot_count", status, (runtime_p, POINTER(c_int32))),
+    ("tf_runtime_current_slot", status, (runtime_p, POINTER(c_int32))),
+    ("tf_runtime_stream", status, (runtime_p, POINTER(c_void_p))),
+    ("tf_runtime_slot_stream", status, (runtime_p, c_int32, POINTER(c_void_p))),
+    ("tf_with_context", status, (runtime_p, WITH_CONTEXT_FN, c_void_p)),
+    ("tf_runtime_sync", status, (runtime_p,)),
+    # Work on the slot streams: cuBLAS, any library, kernels, retirement
+    # Device memory and transfers
+)
+
+
+class MissingFunctionError(_library.LoadError):
+    """The loaded library does not export a function this binding calls (it
+    is older than the binding)."""
+
+    __module__ = "tenferro_gpu"
+
+
+class _Missing:
+    """Stands in for a function the loaded library lacks."""
+
+    def __init__(self, name, where):
+        self._name, self._where = name, where
+
+    def __call__(self, *args):
+        raise MissingFunctionError(
+            f"{self._name} is not exported by {self._where} (tenferro-gpu "
+            f"{api().version_string}); a newer library is needed")
+
+
+class _Api:
+    """One attribute per prototype: the typed ctypes function."""
+
+    def __init__(self, lib, where):
+        self.where = where
+        for name, restype, argtypes in PROTOTYPES:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                setattr(self, name, _Missing(name, where))
+                continue
+            fn.restype = restype
+            fn.argtypes = list(argtypes)
+            setattr(self, name, fn)
+        self.version_string = self.tf_version_string().decode()
+
+
+_api = None
+
+
+def api():
+    """The bound C API, loading the library at the first call."""
+    global _api
+    if _api is None:
+        lib, where = _library.load()
+        bound = _Api(lib, where)
+        _api = bound
+    return _api
+
+
+def last_error_info():
+    """The calling thread's whole error record, copied in one call."""
+    a = api()
+    info = ErrorInfo()
+    a.tf_error_info_init(ctypes.byref(info))
+    a.tf_last_error(ctypes.byref(info))
+    return info
+
+
+def check(st):
+    """Raise the exception for a failed status, from the record the failing
+    call left on this thread.  Call it right after the call, on the same
+    thread, before anything else can call the library."""
+    if st != 0:
+        raise errors.error_from_info(st, last_error_info())
+
+
+def _integer(value, name, low, high, c_name):
+    """`value` as an int that fits the C parameter, else TypeError or
+    OverflowError (ctypes would silently truncate it)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = value.__index__()
+    if not low <= value <= high:
+        raise OverflowError(f"{name}={value} does not fit the C {c_name}")
+    return value
+
+
+def int32(value, name):
+    return _integer(value, name, -(1 << 31), (1 << 31) - 1, "int32_t")
+
+
+def uint32(value, name):
+    return _integer(value, name, 0, (1 << 32) - 1, "uint32_t")
+
+
+def uint64(value, name):
+    return _integer(value, name, 0, (1 << 64) - 1, "uint64_t")

@@ -1,0 +1,79 @@
+"""Devices: whether a GPU is usable, how many, and what each one is."""
+
+import ctypes
+import dataclasses
+import uuid as _uuid
+
+from . import _capi
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceProperties:
+    """What the driver reports about one device (tf_device_properties)."""
+    ordinal: int
+    name: str
+    uuid: _uuid.UUID
+    compute_capability: tuple
+    total_memory_bytes: int
+    multiprocessor_count: int
+    pci_domain_id: int
+    pci_bus_id: int
+    pci_device_id: int
+
+    @property
+    def uuid_string(self):
+        """The UUID as nvidia-smi prints it: "GPU-xxxxxxxx-xxxx-..."."""
+        return f"GPU-{self.uuid}"
+
+    @classmethod
+    def _from_struct(cls, s):
+        return cls(
+            ordinal=s.ordinal,
+            name=s.name.decode("utf-8", "replace"),
+            uuid=_uuid.UUID(bytes=bytes(s.uuid)),
+            compute_capability=(s.compute_capability_major,
+                                s.compute_capability_minor),
+            total_memory_bytes=s.total_memory_bytes,
+            multiprocessor_count=s.multiprocessor_count,
+            pci_domain_id=s.pci_domain_id,
+            pci_bus_id=s.pci_bus_id,
+            pci_device_id=s.pci_device_id,
+        )
+
+
+def _query(fill):
+    """Run fill(api, byref(struct)) -> status on an initialised struct."""
+    api = _capi.api()
+    s = _capi.DevicePropertiesStruct()
+    api.tf_device_properties_init(ctypes.byref(s))
+    _capi.check(fill(api, ctypes.byref(s)))
+    return DeviceProperties._from_struct(s)
+
+
+def gpu_available():
+    """True when this process can use a CUDA device (a runtime on device 0
+    can be created and synchronized).  Never raises for the lack of a GPU
+    or driver; use it to skip GPU work.  Raises LoadError only when the
+    tenferro-gpu library itself cannot be loaded."""
+    return bool(_capi.api().tf_gpu_available())
+
+
+def device_count():
+    """Number of CUDA devices (0 when the driver reports none).  Creates no
+    context.  Raises DriverNotFoundError, DriverStubError, ..."""
+    count = ctypes.c_int32()
+    _capi.check(_capi.api().tf_device_count(ctypes.byref(count)))
+    return count.value
+
+
+def device_info(ordinal):
+    """DeviceProperties of device `ordinal`.  Creates no context.  Raises
+    DeviceUnavailableError (no such ordinal; the message lists the devices),
+    InvalidArgumentError (negative), and the statuses of device_count()."""
+    ordinal = _capi.int32(ordinal, "ordinal")
+    return _query(lambda api, out: api.tf_device_info(ordinal, out))
+
+
+def devices():
+    """DeviceProperties of every device, in ordinal order."""
+    return [device_info(i) for i in range(device_count())]

@@ -1,0 +1,94 @@
+"""Routing the library's warnings (restore and teardown failures) to Python.
+
+The library's default writes them to stderr prefixed "tenferro-gpu: ".
+set_log_callback(fn) sends them to fn(level, message) instead; the library
+calls it from whichever thread hit the problem, possibly several at once.
+log_to_logging() is the usual choice:
+
+    tenferro_gpu.log_to_logging()          # logger "tenferro_gpu"
+"""
+
+import atexit
+import enum
+import logging
+import sys
+import threading
+import traceback
+
+from . import _capi
+
+
+class LogLevel(enum.IntEnum):
+    """enum tf_log_level"""
+    WARNING = 2
+    ERROR = 3
+
+
+_lock = threading.Lock()
+_installed = None            # the C function the library holds, kept alive
+_in_callback = threading.local()
+
+
+def _level(value):
+    try:
+        return LogLevel(value)
+    except ValueError:
+        return value
+
+
+def _c_callback(fn):
+    def entry(level, message, _user_data):
+        outer = getattr(_in_callback, "depth", 0)
+        _in_callback.depth = outer + 1
+        try:
+            fn(_level(level), message.decode("utf-8", "replace"))
+        except BaseException:  # noqa: B036 -- nobody to hand it to
+            sys.stderr.write("tenferro-gpu: the Python log callback raised:\n")
+            traceback.print_exc()
+        finally:
+            _in_callback.depth = outer
+    return _capi.LOG_FN(entry)
+
+
+def set_log_callback(fn):
+    """Send log messages to fn(level: LogLevel, message: str), or back to
+    the library's default (stderr) with None.
+
+    When this returns, the previous callback is never called again.  It
+    waits for calls of the previous callback in progress on other threads.
+    Raises RuntimeStateError when called from inside a log callback.
+    """
+    api = _capi.api()
+    if getattr(_in_callback, "depth", 0):
+        # The library refuses this (it would wait for the very callback
+        # that is calling); skip the lock, which another thread may hold
+        # while it waits for this callback to return.
+        _capi.check(api.tf_set_log_callback(_capi.LOG_FN(), None))
+        return
+    if fn is not None and not callable(fn):
+        raise TypeError(f"expected a callable or None, got {type(fn).__name__}")
+    global _installed
+    with _lock:
+        c_fn = _c_callback(fn) if fn is not None else _capi.LOG_FN()  # NULL
+        _capi.check(api.tf_set_log_callback(c_fn, None))
+        _installed = c_fn if fn is not None else None
+
+
+def log_to_logging(logger="tenferro_gpu"):
+    """Send log messages to a `logging` logger (a name or a Logger):
+    WARNING to logger.warning, ERROR to logger.error."""
+    if not isinstance(logger, logging.Logger):
+        logger = logging.getLogger(logger)
+
+    def forward(level, message):
+        logger.log(logging.ERROR if level == LogLevel.ERROR else logging.WARNING,
+                   "%s", message)
+    set_log_callback(forward)
+
+
+@atexit.register
+def _restore_default_at_exit():
+    # Late in interpreter shutdown Python code can no longer run safely;
+    # teardown warnings from then on go to stderr.
+    if _installed is not None:
+        set_log_callback(None)

@@ -1,0 +1,182 @@
+"""What the binding's tests need besides the binding: the CUDA driver
+double's control interface (tests/cuda_double/tfd_control.h) and the raw
+driver, both reached through the libcuda.so.1 the library loaded.
+
+Against the real driver the double's functions do not exist: DOUBLE is None
+and tests that need fault injection skip.
+"""
+
+import ctypes
+import os
+from ctypes import c_char_p, c_int, c_long, c_size_t, c_uint, c_ulong, c_void_p
+
+import tenferro_gpu as tg
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+MODE = os.environ.get("TF_TEST_MODE", "")
+
+# CUresult values the tests inject.
+CUDA_ERROR_OUT_OF_MEMORY = 2
+CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_ILLEGAL_ADDRESS = 700
+CUDA_ERROR_LAUNCH_TIMEOUT = 702
+CUDA_ERROR_UNKNOWN = 999
+CU_STREAM_NON_BLOCKING = 1
+
+# enum tfd_kind
+TFD_STREAMS = 0
+
+
+def _driver():
+    """The libcuda.so.1 already in the process (the library loads it at its
+    first driver call), else the one the loader finds."""
+    tg.device_count()            # make the library load its driver first
+    try:
+        return ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+    except OSError:
+        return ctypes.CDLL("libcuda.so.1")
+
+
+class Double:
+    """The driver double's tfd_* functions, typed."""
+
+    _PROTOTYPES = {
+        "tfd_reset": (None, ()),
+        "tfd_set_devices": (None, (c_int,)),
+        "tfd_fail": (None, (c_char_p, c_ulong, c_int, c_ulong)),
+        "tfd_fail_after": (None, (c_char_p, c_ulong, c_int, c_ulong)),
+        "tfd_calls": (c_ulong, (c_char_p,)),
+        "tfd_live": (c_long, (c_int,)),
+        "tfd_primary_refcount": (c_int, (c_int,)),
+        "tfd_primary_context": (c_void_p, (c_int,)),
+        "tfd_current_context": (c_void_p, ()),
+        "tfd_set_current": (None, (c_void_p,)),
+        "tfd_create_context": (c_void_p, (c_int,)),
+        "tfd_destroy_context": (None, (c_void_p,)),
+        "tfd_poison_context": (None, (c_void_p, c_int)),
+        "tfd_stream_flags": (c_uint, (c_void_p,)),
+        "tfd_stream_context": (c_void_p, (c_void_p,)),
+        "tfd_log_clear": (None, ()),
+        "tfd_log_format": (c_size_t, (c_char_p, c_size_t, c_size_t)),
+    }
+
+    def __init__(self, lib):
+        for name, (restype, argtypes) in self._PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, list(argtypes)
+            setattr(self, name[4:], fn)
+
+    def inject(self, entry, nth, code, times=1):
+        self.fail(entry.encode(), nth, code, times)
+
+    def inject_after(self, entry, nth, code, times=1):
+        self.fail_after(entry.encode(), nth, code, times)
+
+    def call_count(self, entry):
+        return self.calls(entry.encode())
+
+    def call_log(self):
+        buf = ctypes.create_string_buffer(4096)
+        self.log_format(buf, len(buf), 0)
+        return buf.value.decode()
+
+
+def _find_double(lib):
+    try:
+        lib.tfd_reset
+    except AttributeError:
+        return None
+    return Double(lib)
+
+
+_LIB = _driver()
+DOUBLE = _find_double(_LIB)
+
+
+class RawDriver:
+    """The calling thread's current context through whichever driver is
+    loaded; the double's own helpers when it is the double, so its call log
+    and counters stay untouched."""
+
+    def __init__(self, lib, double):
+        self.double = double
+        if double is not None:
+            return
+        gpa = lib.cuGetProcAddress_v2
+        gpa.restype = c_int
+        gpa.argtypes = [c_char_p, ctypes.POINTER(c_void_p), c_int,
+                        ctypes.c_uint64, ctypes.POINTER(c_int)]
+
+        def entry(name, version, cfunctype):
+            fn = c_void_p()
+            assert gpa(name.encode(), ctypes.byref(fn), version, 1, None) == 0, name
+            return cfunctype(fn.value)
+        ptr = ctypes.POINTER(c_void_p)
+        self._get = entry("cuCtxGetCurrent", 4000, ctypes.CFUNCTYPE(c_int, ptr))
+        self._set = entry("cuCtxSetCurrent", 4000, ctypes.CFUNCTYPE(c_int, c_void_p))
+        self._create = entry("cuCtxCreate", 12050,
+                             ctypes.CFUNCTYPE(c_int, ptr, c_void_p, c_uint, c_int))
+        self._destroy = entry("cuCtxDestroy", 4000, ctypes.CFUNCTYPE(c_int, c_void_p))
+
+    def current(self):
+        if self.double is not None:
+            return self.double.current_context()
+        ctx = c_void_p()
+        assert self._get(ctypes.byref(ctx)) == 0
+        return ctx.value
+
+    def set_current(self, ctx):
+        if self.double is not None:
+            self.double.set_current(ctx)
+        else:
+            assert self._set(ctx) == 0
+
+    def create_context(self):
+        """A non-primary context on device 0, not left current."""
+        if self.double is not None:
+            return self.double.create_context(0)
+        before = self.current()
+        ctx = c_void_p()
+        assert self._create(ctypes.byref(ctx), None, 0, 0) == 0
+        self.set_current(before)
+        return ctx.value
+
+    def destroy_context(self, ctx):
+        if self.double is not None:
+            self.double.destroy_context(ctx)
+        else:
+            assert self._destroy(ctx) == 0
+
+
+RAW = RawDriver(_LIB, DOUBLE)
+
+
+def header_version():
+    """(major, minor, patch) from include/tenferro_gpu.h."""
+    parts = {}
+    with open(os.path.join(REPO, "include", "tenferro_gpu.h")) as f:
+        for line in f:
+            for part in ("MAJOR", "MINOR", "PATCH"):
+                prefix = f"#define TF_VERSION_{part} "
+                if line.startswith(prefix):
+                    parts[part] = int(line[len(prefix):].split()[0])
+    return parts["MAJOR"], parts["MINOR"], parts["PATCH"]
+
+
+def loaded_library_file():
+    """Real path of the libtenferro_gpu.so.1 mapped into this process."""
+    tg.library_version()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split(None, 5)[-1].strip()
+            if os.path.basename(path).startswith("libtenferro_gpu.so"):
+                return os.path.realpath(path)
+    raise AssertionError("libtenferro_gpu is not mapped")
+
+
+def torch_external_stream(torch, ptr, device=None):
+    """A torch stream over the CUstream `ptr`: torch.cuda.ExternalStream,
+    or get_stream_from_external where a newer PyTorch only has that."""
+    if hasattr(torch.cuda, "ExternalStream"):
+        return torch.cuda.ExternalStream(ptr, device=device)
+    return torch.cuda.get_stream_from_external(ptr, device=device)

@@ -1,0 +1,181 @@
+"""Statuses become exceptions carrying the record of the failing call, read
+on the failing thread right after the call."""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import tenferro_gpu as tg
+from tenferro_gpu import errors
+import support
+
+
+def test_one_exception_class_per_status_under_a_common_base():
+    classes = [tg.error_class(s) for s in tg.Status if s != tg.Status.OK]
+    assert len(set(classes)) == len(classes) == 17
+    for status, cls in zip([s for s in tg.Status if s != tg.Status.OK], classes):
+        assert issubclass(cls, tg.TenferroError)
+        assert cls is not tg.TenferroError
+        assert cls.__name__.endswith("Error")
+        assert getattr(tg, cls.__name__) is cls, status
+    assert issubclass(tg.InvalidArgumentError, ValueError)
+    assert tg.error_class(99) is tg.TenferroError
+
+
+def test_status_values_and_strings_come_from_the_library():
+    assert tg.status_string(tg.Status.OK) == "success"
+    for status in tg.Status:
+        text = tg.status_string(status)
+        assert text and text != "unknown status", status
+    assert tg.status_string(1000) == "unknown status"
+    assert [s.value for s in tg.Status] == list(range(18))
+    assert [d.value for d in tg.CodeDomain] == list(range(6))
+
+
+def test_a_refusal_by_the_library_has_no_call_and_no_code(rt):
+    with pytest.raises(tg.InvalidArgumentError) as caught:
+        rt.bind_slot(rt.slot_count)
+    e = caught.value
+    assert e.status is tg.Status.INVALID_ARGUMENT
+    assert e.operation == "tf_runtime_bind_slot"
+    assert e.call == ""
+    assert e.code == 0 and e.code_domain is tg.CodeDomain.NONE
+    assert e.message == f"tf_runtime_bind_slot: slot {rt.slot_count} is outside 0..{rt.slot_count - 1}"
+    assert str(e) == e.message
+
+
+def test_a_driver_failure_carries_operation_call_and_cuda_code(double, rt):
+    double.inject("cuStreamCreate", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    with pytest.raises(tg.OutOfMemoryError) as caught:
+        rt.stream()
+    e = caught.value
+    assert (e.status, e.operation, e.call, e.code, e.code_domain) == (
+        tg.Status.OUT_OF_MEMORY, "tf_runtime_stream", "cuStreamCreate",
+        support.CUDA_ERROR_OUT_OF_MEMORY, tg.CodeDomain.CUDA)
+    assert "cuStreamCreate failed" in e.message
+    assert "CUDA_ERROR_OUT_OF_MEMORY (2)" in e.message
+    assert rt.stream() != 0           # a failed creation is retried
+
+
+def test_unavailable_device_lists_the_devices_found():
+    with pytest.raises(tg.DeviceUnavailableError) as caught:
+        tg.device_info(tg.device_count() + 3)
+    assert caught.value.operation == "tf_device_info"
+    assert "found" in caught.value.message
+    with pytest.raises(tg.DeviceUnavailableError):
+        tg.Runtime(tg.device_count())
+
+
+def test_a_sticky_fault_is_a_device_fault_error(double, rt):
+    rt.stream()
+    double.poison_context(rt.primary_context, support.CUDA_ERROR_ILLEGAL_ADDRESS)
+    with pytest.raises(tg.DeviceFaultError) as caught:
+        rt.sync()
+    assert caught.value.code == support.CUDA_ERROR_ILLEGAL_ADDRESS
+    assert caught.value.call == "cuStreamSynchronize"
+    with pytest.raises(tg.DeviceFaultError):
+        rt.with_context(lambda: None)
+    rt.close()                        # leaks quietly, never raises
+
+
+def _run_child(code, **env):
+    env = dict(os.environ, PYTHONPATH=os.path.join(support.REPO, "bindings", "python"),
+               **env)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("\n")
+
+
+def test_no_device_in_a_fresh_process(double):
+    out = _run_child("""
+        import ctypes
+        ctypes.CDLL("libcuda.so.1").tfd_set_devices(0)
+        import tenferro_gpu as tg
+        print(tg.gpu_available(), tg.device_count())
+        try:
+            tg.Runtime(0)
+        except tg.NoDeviceError as e:
+            print(e.operation, e.call, e.code, e.code_domain.name)
+    """)
+    assert out[:2] == ["False 0", "tf_runtime_new cuInit 100 CUDA"]
+
+
+def test_missing_driver_is_driver_not_found_in_a_fresh_process():
+    out = _run_child("""
+        import tenferro_gpu as tg
+        print(tg.gpu_available())
+        try:
+            tg.device_count()
+        except tg.DriverNotFoundError as e:
+            print(e.operation, e.call, e.code_domain.name)
+    """, TENFERRO_GPU_CUDA_DRIVER="/nonexistent/libcuda.so.1")
+    assert out[:2] == ["False", "tf_device_count dlopen NONE"]
+
+
+def test_each_thread_raises_its_own_record():
+    rt = tg.Runtime(0, stream_slots=2)
+    start = threading.Barrier(4)
+    seen = [[] for _ in range(4)]
+
+    def fail_repeatedly(index):
+        start.wait()
+        for i in range(200):
+            bad = 10 + index * 1000 + i
+            try:
+                if index % 2:
+                    rt.slot_stream(bad)
+                else:
+                    tg.device_info(-bad)
+            except tg.InvalidArgumentError as e:
+                seen[index].append((bad, e.operation, e.message))
+    threads = [threading.Thread(target=fail_repeatedly, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt.close()
+    for index, records in enumerate(seen):
+        assert len(records) == 200
+        for bad, op, message in records:
+            if index % 2:
+                assert op == "tf_runtime_slot_stream"
+                assert f"slot {bad} is outside" in message
+            else:
+                assert op == "tf_device_info"
+                assert str(-bad) in message
+
+
+def test_last_error_mirrors_the_raised_exception_until_cleared(rt):
+    assert tg.last_error() is None
+    with pytest.raises(tg.InvalidArgumentError) as caught:
+        rt.slot_stream(-1)
+    again = tg.last_error()
+    assert type(again) is tg.InvalidArgumentError
+    assert again.message == caught.value.message
+    rt.sync()                          # success leaves the record alone
+    assert tg.last_error().message == caught.value.message
+    tg.clear_last_error()
+    assert tg.last_error() is None
+
+
+def test_exceptions_pickle_with_their_record(rt):
+    with pytest.raises(tg.InvalidArgumentError) as caught:
+        rt.slot_stream(-1)
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert type(back) is tg.InvalidArgumentError
+    assert repr(back) == repr(caught.value)
+
+
+def test_a_status_newer_than_the_binding_keeps_its_number():
+    info = type("Info", (), dict(status=42, operation=b"tf_x", call=b"", code=0,
+                                 code_domain=9, message=b"tf_x: new"))()
+    e = errors.error_from_info(42, info)
+    assert type(e) is tg.TenferroError
+    assert e.status == 42 and e.code_domain == 9
+    assert "status=42" in repr(e)

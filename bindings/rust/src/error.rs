@@ -1,0 +1,258 @@
+//! Statuses and the error every fallible call returns.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::os::raw::c_char;
+
+use crate::sys;
+
+/// A failure status of the library (`enum tf_status_code` without `TF_OK`).
+/// Values are never renumbered; a status newer than this crate is `Other`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Status {
+    InvalidArgument,
+    InvalidHandle,
+    DriverNotFound,
+    DriverStub,
+    NoDevice,
+    DeviceUnavailable,
+    DriverTooOld,
+    Cuda,
+    NotSupported,
+    LibraryNotFound,
+    Provider,
+    Callback,
+    OutOfMemory,
+    RuntimeState,
+    DeviceFault,
+    Compile,
+    Internal,
+    /// A status this crate does not know (from a newer library).
+    Other(i32),
+}
+
+const STATUSES: [(Status, sys::tf_status); 17] = [
+    (Status::InvalidArgument, sys::TF_ERROR_INVALID_ARGUMENT),
+    (Status::InvalidHandle, sys::TF_ERROR_INVALID_HANDLE),
+    (Status::DriverNotFound, sys::TF_ERROR_DRIVER_NOT_FOUND),
+    (Status::DriverStub, sys::TF_ERROR_DRIVER_STUB),
+    (Status::NoDevice, sys::TF_ERROR_NO_DEVICE),
+    (Status::DeviceUnavailable, sys::TF_ERROR_DEVICE_UNAVAILABLE),
+    (Status::DriverTooOld, sys::TF_ERROR_DRIVER_TOO_OLD),
+    (Status::Cuda, sys::TF_ERROR_CUDA),
+    (Status::NotSupported, sys::TF_ERROR_NOT_SUPPORTED),
+    (Status::LibraryNotFound, sys::TF_ERROR_LIBRARY_NOT_FOUND),
+    (Status::Provider, sys::TF_ERROR_PROVIDER),
+    (Status::Callback, sys::TF_ERROR_CALLBACK),
+    (Status::OutOfMemory, sys::TF_ERROR_OUT_OF_MEMORY),
+    (Status::RuntimeState, sys::TF_ERROR_RUNTIME_STATE),
+    (Status::DeviceFault, sys::TF_ERROR_DEVICE_FAULT),
+    (Status::Compile, sys::TF_ERROR_COMPILE),
+    (Status::Internal, sys::TF_ERROR_INTERNAL),
+];
+
+impl Status {
+    /// Every status this crate knows, in numeric order.
+    pub fn all() -> impl Iterator<Item = Status> {
+        STATUSES.iter().map(|&(s, _)| s)
+    }
+
+    /// The status for a raw `tf_status`; `None` for `TF_OK`.
+    pub fn from_raw(raw: sys::tf_status) -> Option<Status> {
+        if raw == sys::TF_OK {
+            return None;
+        }
+        Some(STATUSES.iter().find(|&&(_, r)| r == raw).map_or(Status::Other(raw), |&(s, _)| s))
+    }
+
+    /// The raw `tf_status` value.
+    pub fn raw(self) -> sys::tf_status {
+        match self {
+            Status::Other(raw) => raw,
+            known => STATUSES.iter().find(|&&(s, _)| s == known).map(|&(_, r)| r).unwrap_or(-1),
+        }
+    }
+
+    /// The library's static description ("invalid argument").
+    pub fn description(self) -> &'static str {
+        status_string(self.raw())
+    }
+}
+
+/// The library's description of a raw status (`tf_status_string`): never
+/// fails; an unknown value gives "unknown status".
+pub fn status_string(raw: sys::tf_status) -> &'static str {
+    // SAFETY: the library returns a static, NUL-terminated string.
+    unsafe { CStr::from_ptr(sys::tf_status_string(raw)) }.to_str().unwrap_or("unknown status")
+}
+
+/// What [`Error::code`] means (`enum tf_code_domain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CodeDomain {
+    /// No numeric code: the library itself refused.
+    None,
+    /// A CUresult of the CUDA driver.
+    Cuda,
+    /// A cublasStatus_t.
+    Cublas,
+    /// An nvrtcResult.
+    Nvrtc,
+    /// The nonzero value a callback returned (-1 for a closure that panicked).
+    Callback,
+    /// An errno value.
+    System,
+    /// A domain this crate does not know (from a newer library).
+    Other(i32),
+}
+
+impl CodeDomain {
+    pub fn from_raw(raw: i32) -> CodeDomain {
+        match raw {
+            sys::TF_CODE_NONE => CodeDomain::None,
+            sys::TF_CODE_CUDA => CodeDomain::Cuda,
+            sys::TF_CODE_CUBLAS => CodeDomain::Cublas,
+            sys::TF_CODE_NVRTC => CodeDomain::Nvrtc,
+            sys::TF_CODE_CALLBACK => CodeDomain::Callback,
+            sys::TF_CODE_SYSTEM => CodeDomain::System,
+            other => CodeDomain::Other(other),
+        }
+    }
+}
+
+/// A failure the library reported: its status and the record the failing
+/// call left (`tf_error_info`), copied on the failing thread right after
+/// the call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+    operation: String,
+    call: String,
+    code: i32,
+    code_domain: CodeDomain,
+    message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn text(field: &[c_char]) -> String {
+    let bytes: Vec<u8> = field.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The calling thread's whole record, copied in one call.
+fn record() -> sys::tf_error_info {
+    // SAFETY: an all-zero tf_error_info is valid; tf_error_info_init sets
+    // struct_size before tf_last_error fills it.
+    unsafe {
+        let mut info: sys::tf_error_info = std::mem::zeroed();
+        sys::tf_error_info_init(&mut info);
+        sys::tf_last_error(&mut info);
+        info
+    }
+}
+
+impl Error {
+    fn from_record(status: Status, info: &sys::tf_error_info) -> Error {
+        if info.status != status.raw() {
+            // Cannot happen by the library's contract; keep the status.
+            return Error {
+                status,
+                operation: String::new(),
+                call: String::new(),
+                code: 0,
+                code_domain: CodeDomain::None,
+                message: format!("status {} without an error record on this thread", status.raw()),
+            };
+        }
+        Error {
+            status,
+            operation: text(&info.operation),
+            call: text(&info.call),
+            code: info.code,
+            code_domain: CodeDomain::from_raw(info.code_domain),
+            message: text(&info.message),
+        }
+    }
+
+    /// An error the binding itself detects (a broken library contract).
+    pub(crate) fn internal(operation: &str, detail: &str) -> Error {
+        Error {
+            status: Status::Internal,
+            operation: operation.to_string(),
+            call: String::new(),
+            code: 0,
+            code_domain: CodeDomain::None,
+            message: format!("{operation}: {detail}"),
+        }
+    }
+
+    /// The status of the failure.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// The public function that failed ("tf_runtime_sync").
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+    /// The call inside it that failed ("cuStreamSynchronize", "callback"),
+    /// or "" when the library itself refused.
+    pub fn call(&self) -> &str {
+        &self.call
+    }
+    /// The numeric CUDA, cuBLAS or NVRTC result, callback value or errno,
+    /// per [`Error::code_domain`]; 0 if none.
+    pub fn code(&self) -> i32 {
+        self.code
+    }
+    /// What [`Error::code`] means.
+    pub fn code_domain(&self) -> CodeDomain {
+        self.code_domain
+    }
+    /// The library's full message, starting with the operation.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `Err` with the calling thread's record for a failed status.  Call it
+/// right after the failing call, on the same thread, before anything else
+/// calls the library.
+pub(crate) fn check(raw: sys::tf_status) -> Result<()> {
+    match Status::from_raw(raw) {
+        None => Ok(()),
+        Some(status) => Err(Error::from_record(status, &record())),
+    }
+}
+
+/// Calls `call` with a pointer to a zeroed `T` and returns the `T` it wrote
+/// on TF_OK.  For out parameters of integer or pointer type (all-zero is a
+/// valid value of both).
+pub(crate) fn out_param<T: Copy>(call: impl FnOnce(*mut T) -> sys::tf_status) -> Result<T> {
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    check(call(value.as_mut_ptr()))?;
+    // SAFETY: zeroed integers and pointers are initialised values.
+    Ok(unsafe { value.assume_init() })
+}
+
+/// The calling thread's last library error, or `None`.  Every failure is
+/// returned as an `Err` anyway; this is for code that mixes in `sys` calls.
+pub fn last_error() -> Option<Error> {
+    let info = record();
+    Status::from_raw(info.status).map(|status| Error::from_record(status, &info))
+}
+
+/// Forget the calling thread's last library error.
+pub fn clear_last_error() {
+    // SAFETY: no arguments; thread-local state only.
+    unsafe { sys::tf_clear_last_error() }
+}

@@ -1,0 +1,319 @@
+//! [`Runtime`]: one device's primary context, its stream slots and what
+//! hangs off them.
+
+use std::fmt;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+use crate::callback::{with_context_trampoline, Frame};
+use crate::device::DeviceProperties;
+use crate::error::{check, out_param, Result};
+use crate::sys;
+
+/// Options of [`Runtime::with_options`], starting at the library's
+/// defaults (`tf_runtime_options_init`):
+///
+/// ```no_run
+/// # use tenferro_gpu::{Runtime, RuntimeOptions};
+/// let rt = Runtime::with_options(0, &RuntimeOptions::new().stream_slots(4))?;
+/// # Ok::<(), tenferro_gpu::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct RuntimeOptions {
+    raw: sys::tf_runtime_options,
+}
+
+impl RuntimeOptions {
+    /// The library's defaults.
+    pub fn new() -> Self {
+        // SAFETY: all-zero is valid; init sets struct_size and the defaults.
+        let mut raw: sys::tf_runtime_options = unsafe { std::mem::zeroed() };
+        unsafe { sys::tf_runtime_options_init(&mut raw) };
+        RuntimeOptions { raw }
+    }
+    /// Number of stream slots, 1 ..= 256 (default 8).
+    pub fn stream_slots(mut self, slots: u32) -> Self {
+        self.raw.stream_slots = slots;
+        self
+    }
+    /// Bytes of device memory for each slot's cuBLAS workspace; 0 runs
+    /// cuBLAS without one (default 32 MiB).
+    pub fn cublas_workspace_bytes(mut self, bytes: u64) -> Self {
+        self.raw.cublas_workspace_bytes = bytes;
+        self
+    }
+    /// Most workspace retirements in flight, 1 ..= 1048576 (default 1024).
+    pub fn retirement_capacity(mut self, capacity: u32) -> Self {
+        self.raw.retirement_capacity = capacity;
+        self
+    }
+    /// The raw struct, for `sys` calls.
+    pub fn as_raw(&self) -> &sys::tf_runtime_options {
+        &self.raw
+    }
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for RuntimeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeOptions")
+            .field("stream_slots", &self.raw.stream_slots)
+            .field("cublas_workspace_bytes", &self.raw.cublas_workspace_bytes)
+            .field("retirement_capacity", &self.raw.retirement_capacity)
+            .finish()
+    }
+}
+
+/// What [`Runtime::supports`] answers for (`enum tf_capability`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Capability {
+    /// Load PTX, CUBIN and fatbin images and launch their kernels.
+    NativeModules,
+    /// Compile CUDA C++ at run time (NVRTC can be loaded).
+    RuntimeCompilation,
+    /// Hand out the slot's raw CUstream.
+    RawStream,
+    /// Device-to-device copies on one device.
+    SameDeviceCopy,
+    /// Always false: peer copy depends on the pair of devices.
+    PeerCopy,
+    /// cuBLAS can be loaded.
+    Cublas,
+    /// Stream-ordered allocation from the device's memory pool.
+    StreamOrderedAlloc,
+    /// A capability value this crate does not name (answered false by
+    /// libraries that do not know it).
+    Other(i32),
+}
+
+impl Capability {
+    pub fn raw(self) -> i32 {
+        match self {
+            Capability::NativeModules => sys::TF_CAP_NATIVE_MODULES,
+            Capability::RuntimeCompilation => sys::TF_CAP_RUNTIME_COMPILATION,
+            Capability::RawStream => sys::TF_CAP_RAW_STREAM,
+            Capability::SameDeviceCopy => sys::TF_CAP_SAME_DEVICE_COPY,
+            Capability::PeerCopy => sys::TF_CAP_PEER_COPY,
+            Capability::Cublas => sys::TF_CAP_CUBLAS,
+            Capability::StreamOrderedAlloc => sys::TF_CAP_STREAM_ORDERED_ALLOC,
+            Capability::Other(raw) => raw,
+        }
+    }
+}
+
+/// A reference to a tenferro-gpu runtime (`tf_runtime *`).
+///
+/// `Clone` adds a reference (`tf_runtime_retain`) and `Drop` releases one
+/// (`tf_runtime_release`); the runtime is torn down when its last
+/// reference goes, bound handles included.  A `Runtime` is `Send` and
+/// `Sync`: every thread that uses it works on its own stream slot (its
+/// sequence number modulo the slot count); [`Runtime::bind_slot`] gives a
+/// handle that uses one fixed slot from any thread, for async tasks that
+/// move between threads.
+pub struct Runtime {
+    raw: NonNull<sys::tf_runtime>,
+}
+
+// SAFETY: the library documents every function as callable from any
+// thread with a shared handle; it serializes what needs serializing.
+unsafe impl Send for Runtime {}
+unsafe impl Sync for Runtime {}
+
+impl Runtime {
+    /// A runtime on device `ordinal` with the default options.  Errors:
+    /// InvalidArgument, DeviceUnavailable (the message lists the devices),
+    /// NoDevice, DriverNotFound, DriverStub, DriverTooOld, NotSupported,
+    /// OutOfMemory, Cuda.
+    pub fn new(ordinal: i32) -> Result<Runtime> {
+        // SAFETY: `out` is a valid out pointer.
+        let raw = out_param(|out| unsafe { sys::tf_runtime_new(ordinal, out) })?;
+        // SAFETY: on TF_OK the library wrote a handle with one reference.
+        Ok(unsafe { Runtime::from_raw(raw) })
+    }
+
+    /// A runtime on device `ordinal` with `options`; errors as [`Runtime::new`]
+    /// (InvalidArgument for an option out of range).
+    pub fn with_options(ordinal: i32, options: &RuntimeOptions) -> Result<Runtime> {
+        // SAFETY: valid options struct and out pointer.
+        let raw = out_param(|out| unsafe {
+            sys::tf_runtime_new_with_options(ordinal, options.as_raw(), out)
+        })?;
+        Ok(unsafe { Runtime::from_raw(raw) })
+    }
+
+    /// Takes ownership of one reference to `raw`.
+    ///
+    /// # Safety
+    /// `raw` must be a live `tf_runtime *` whose reference the caller
+    /// gives up (it is released when the `Runtime` drops).
+    pub unsafe fn from_raw(raw: *mut sys::tf_runtime) -> Runtime {
+        Runtime { raw: NonNull::new(raw).expect("tenferro-gpu: NULL tf_runtime handle") }
+    }
+
+    /// The handle, borrowed: valid while `self` lives.
+    pub fn as_raw(&self) -> *mut sys::tf_runtime {
+        self.raw.as_ptr()
+    }
+
+    /// Gives up ownership without releasing; pair with [`Runtime::from_raw`]
+    /// or `tf_runtime_release`.
+    pub fn into_raw(self) -> *mut sys::tf_runtime {
+        let raw = self.raw.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Another reference to the same runtime, or the library's error
+    /// (which a live handle never gets).
+    pub fn try_clone(&self) -> Result<Runtime> {
+        // SAFETY: a live handle.
+        check(unsafe { sys::tf_runtime_retain(self.as_raw()) })?;
+        Ok(Runtime { raw: self.raw })
+    }
+
+    /// A handle on the same runtime whose calls use stream slot `slot`
+    /// whatever thread makes them (`tf_runtime_bind_slot`).  Binding a
+    /// bound handle rebinds.  Errors: InvalidArgument (slot out of range),
+    /// OutOfMemory.
+    pub fn bind_slot(&self, slot: i32) -> Result<Runtime> {
+        // SAFETY: a live handle and a valid out pointer.
+        let raw = out_param(|out| unsafe { sys::tf_runtime_bind_slot(self.as_raw(), slot, out) })?;
+        Ok(unsafe { Runtime::from_raw(raw) })
+    }
+
+    fn query<T: Copy>(
+        &self,
+        f: unsafe extern "C" fn(*const sys::tf_runtime, *mut T) -> sys::tf_status,
+    ) -> Result<T> {
+        // SAFETY: a live handle and a valid out pointer of f's type.
+        out_param(|out| unsafe { f(self.as_raw(), out) })
+    }
+
+    /// A number fresh for every new runtime in this process, equal for its
+    /// clones and bound handles.  A cache key; it grants nothing.
+    pub fn identity(&self) -> Result<u64> {
+        self.query(sys::tf_runtime_identity)
+    }
+
+    /// Device memory made through this runtime belongs to this domain.
+    pub fn allocation_domain(&self) -> Result<u64> {
+        self.query(sys::tf_runtime_allocation_domain)
+    }
+
+    /// Properties of the runtime's device (no driver call).
+    pub fn device_info(&self) -> Result<DeviceProperties> {
+        // SAFETY: a live handle; `out` is initialised by `query`.
+        DeviceProperties::query(|out| unsafe { sys::tf_runtime_device_info(self.as_raw(), out) })
+    }
+
+    /// Whether the runtime supports `capability` (an unknown one: false).
+    pub fn supports(&self, capability: Capability) -> Result<bool> {
+        // SAFETY: a live handle and a valid out pointer.
+        let supported = out_param(|out| unsafe {
+            sys::tf_runtime_supports(self.as_raw(), capability.raw(), out)
+        })?;
+        Ok(supported != 0)
+    }
+
+    /// The device's primary context (a `CUcontext`), valid while the
+    /// runtime lives.  Prefer [`Runtime::with_context`] to making it
+    /// current yourself.
+    pub fn primary_context(&self) -> Result<*mut c_void> {
+        self.query(sys::tf_runtime_primary_context)
+    }
+
+    /// Number of stream slots.
+    pub fn slot_count(&self) -> Result<i32> {
+        self.query(sys::tf_runtime_slot_count)
+    }
+
+    /// The stream slot the calling thread uses (the bound slot of a handle
+    /// from [`Runtime::bind_slot`]).
+    pub fn current_slot(&self) -> Result<i32> {
+        self.query(sys::tf_runtime_current_slot)
+    }
+
+    /// The calling thread's slot stream (a `CUstream`), created on first
+    /// use and never replaced while the runtime lives.  Work enqueued on it
+    /// is ordered with the library's own work on that slot.  Errors:
+    /// RuntimeState (forked child), DeviceFault, Cuda, OutOfMemory.
+    pub fn stream(&self) -> Result<*mut c_void> {
+        // SAFETY: a live handle and a valid out pointer.
+        out_param(|out| unsafe { sys::tf_runtime_stream(self.as_raw(), out) })
+    }
+
+    /// As [`Runtime::stream`] for an explicit slot 0 .. slot count - 1.
+    pub fn slot_stream(&self, slot: i32) -> Result<*mut c_void> {
+        // SAFETY: a live handle and a valid out pointer.
+        out_param(|out| unsafe { sys::tf_runtime_slot_stream(self.as_raw(), slot, out) })
+    }
+
+    /// Runs `f` with the runtime's primary context current on this thread
+    /// and returns what it returns.
+    ///
+    /// The thread's previous current context (none included) is current
+    /// again afterwards, however `f` ends.  If `f` panics, the panic is
+    /// caught before it reaches the C library (which sees the callback fail
+    /// with code -1) and resumed here.  `f` may call this library,
+    /// `with_context` included.  Errors: DeviceFault, RuntimeState, Cuda
+    /// (the context could not be read or activated; `f` did not run).
+    pub fn with_context<F, R>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce() -> R,
+    {
+        let mut frame = Frame::new(f);
+        // SAFETY: the trampoline's types match the frame's, and the frame
+        // outlives the call, which uses it only while it runs.
+        let status = unsafe {
+            sys::tf_with_context(
+                self.as_raw(),
+                Some(with_context_trampoline::<F, R>),
+                frame.as_user_data(),
+            )
+        };
+        frame.finish(status, "tf_with_context")
+    }
+
+    /// Waits for the work queued on the calling thread's slot stream, then
+    /// runs the workspace retirements the device has passed.  Other slots
+    /// are not waited for.  Errors: DeviceFault, RuntimeState, Cuda.
+    pub fn sync(&self) -> Result<()> {
+        // SAFETY: a live handle.
+        check(unsafe { sys::tf_runtime_sync(self.as_raw()) })
+    }
+}
+
+impl Clone for Runtime {
+    /// Adds a reference (`tf_runtime_retain`).  Panics only if the library
+    /// refuses a live handle, which would be a bug in it.
+    fn clone(&self) -> Runtime {
+        self.try_clone().unwrap_or_else(|e| panic!("tenferro-gpu: {e}"))
+    }
+}
+
+impl Drop for Runtime {
+    /// Releases this reference (`tf_runtime_release`).  The last one
+    /// synchronizes the runtime's streams and frees what it owns; failures
+    /// there go to the log.
+    fn drop(&mut self) {
+        // SAFETY: this reference is ours; nothing uses it afterwards.
+        unsafe { sys::tf_runtime_release(self.raw.as_ptr()) };
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Runtime");
+        d.field("handle", &self.raw.as_ptr());
+        if let Ok(identity) = self.identity() {
+            d.field("identity", &identity);
+        }
+        d.finish()
+    }
+}
