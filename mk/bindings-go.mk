@@ -40,7 +40,10 @@ check-go: lib double $(PC_UNINSTALLED)
 	unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "check-go: gofmt would change: $$unformatted"; exit 1; fi; \
 	$(GO_ENV) $(GO) vet ./...; \
-	$(GO_TEST_ENV) $(GO) test -count=1 ./...; \
+	log=$(GO_BUILD)/test.log; mkdir -p $(GO_BUILD); \
+	if ! $(GO_TEST_ENV) $(GO) test -v -count=1 ./... >$$log 2>&1; then cat $$log; exit 1; fi; \
+	grep -E '^(tenferro Go tests|ok|FAIL)' $$log; \
+	echo "check-go: $$(grep -c -- '--- PASS' $$log) passed, $$(grep -c -- '--- FAIL' $$log) failed, $$(grep -c -- '--- SKIP' $$log) skipped"; \
 	$(GO_TEST_ENV) $(GO) test -race -count=1 ./...
 
 go-test-binary: $(GO_BUILD)/tenferro.test
