@@ -1,0 +1,3 @@
+module github.com/tensor4all/tenferro-gpu/bindings/go
+
+go 1.19

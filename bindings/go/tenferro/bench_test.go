@@ -1,0 +1,50 @@
+package tenferro_test
+
+import (
+	"testing"
+
+	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
+)
+
+// What the binding adds to the C calls (run with -test.bench=. on a GPU
+// machine and compare with bench/bench_context's C numbers).
+
+func benchRuntime(b *testing.B) *tenferro.Runtime {
+	if double == nil && !tenferro.GPUAvailable() {
+		b.Skip("no CUDA device")
+	}
+	rt, err := tenferro.NewRuntime(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func BenchmarkCurrentSlot(b *testing.B) {
+	rt := benchRuntime(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := rt.CurrentSlot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWithContext(b *testing.B) {
+	rt := benchRuntime(b)
+	fn := func() error { return nil }
+	for i := 0; i < b.N; i++ {
+		if err := rt.WithContext(fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFailingCall(b *testing.B) {
+	rt := benchRuntime(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := rt.SlotStream(-1); err == nil {
+			b.Fatal("no error")
+		}
+	}
+}

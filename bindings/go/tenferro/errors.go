@@ -1,0 +1,49 @@
+package tenferro
+
+import "fmt"
+
+// Error is the error every function of this package returns.  It is a copy
+// of the library's error record (tf_error_info), taken on the OS thread that
+// failed, so it is right whatever thread the goroutine runs on afterwards.
+type Error struct {
+	Status  Status     // the tf_status the call returned
+	Domain  CodeDomain // what Code means
+	Code    int32      // the CUresult, cublasStatus_t, ... (0 when Domain is CodeNone)
+	Op      string     // the public function that failed, e.g. "tf_runtime_sync"
+	Call    string     // the call inside it that failed, e.g. "cuStreamSynchronize", or ""
+	Message string     // the library's full message, starting with Op
+
+	cause error // what a Go callback returned, for errors.Unwrap
+}
+
+// Error returns the library's message, followed by the callback's error
+// when a Go callback failed.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return e.Message + ": " + e.cause.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the error a Go callback returned (Runtime.WithContext), or
+// nil.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is a Status equal to e.Status, so that
+// errors.Is(err, StatusInvalidArgument) works.
+func (e *Error) Is(target error) bool {
+	s, ok := target.(Status)
+	return ok && s == e.Status
+}
+
+// bindingError is an error detected by this package before the library was
+// called (a value that does not fit the C type, a closed Runtime), shaped
+// like the library's own: "op: detail".
+func bindingError(status Status, op, format string, args ...interface{}) *Error {
+	return &Error{
+		Status:  status,
+		Domain:  CodeNone,
+		Op:      op,
+		Message: op + ": " + fmt.Sprintf(format, args...),
+	}
+}

@@ -1,0 +1,13 @@
+# One consistency check over every language binding: each public function
+# of the header is bound (its name appears in a binding's non-test sources)
+# or listed with a reason in bindings/<lang>/UNBOUND.txt.  A binding folder
+# that does not exist yet is skipped with a line saying so.
+
+DEBS_CHECK += python3
+
+.PHONY: check-bindings
+check-bindings:
+	@tools/check-bindings-selftest
+	@tools/check-bindings
+
+CHECK_TARGETS += check-bindings

@@ -1,0 +1,42 @@
+# The Julia binding (bindings/julia).  No Julia toolchain is needed for the
+# main check: a checker parses every ccall of the module with a real Julia
+# grammar (tree-sitter-julia, from npm) and verifies it against the header's
+# prototypes; its own tests feed it deliberately wrong snippets.
+#
+#   make check-julia   npm ci (once per lock change), the checker's tests, the
+#                      checker on bindings/julia/src, and the Julia tests
+#                      when a `julia` is on PATH (else a SKIPPED line)
+
+JULIA ?= julia
+JL_DIR := bindings/julia
+JL_CHECKER := $(JL_DIR)/checker
+# npm writes its cache inside the build tree, not to $HOME.
+NPM_ENV := env npm_config_cache=$(abspath $(BUILD))/npm-cache npm_config_audit=false \
+  npm_config_fund=false npm_config_update_notifier=false
+
+# node_modules/.package-lock.json is what npm ci writes last.
+$(JL_CHECKER)/node_modules/.package-lock.json: $(JL_CHECKER)/package.json $(JL_CHECKER)/package-lock.json
+	cd $(JL_CHECKER) && $(NPM_ENV) npm ci --no-progress
+	@touch $@
+
+.PHONY: check-julia check-julia-ccalls
+check-julia:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "check-julia: SKIPPED: node and npm are needed for the ccall checker (not found)"; \
+	else \
+	  $(MAKE) --no-print-directory check-julia-ccalls || exit 1; \
+	fi
+	@if ! command -v $(JULIA) >/dev/null; then \
+	  echo "check-julia: SKIPPED the Julia tests ($(JL_DIR)/test/runtests.jl): no Julia toolchain ($(JULIA) not found)"; \
+	else \
+	  $(MAKE) --no-print-directory lib double && \
+	  env TF_TEST_MODE=double TENFERRO_GPU_LIBRARY=$(abspath $(LIB)) \
+	    LD_LIBRARY_PATH=$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD))/lib \
+	    $(JULIA) --threads=4 --project=$(JL_DIR) $(JL_DIR)/test/runtests.jl; \
+	fi
+
+check-julia-ccalls: $(JL_CHECKER)/node_modules/.package-lock.json
+	cd $(JL_CHECKER) && node --test test/
+	node $(JL_CHECKER)/check-ccalls.js include/tenferro_gpu.h $(JL_DIR)/src --syntax $(JL_DIR)/test
+
+CHECK_TARGETS += check-julia
