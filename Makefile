@@ -138,6 +138,15 @@ check-suites: tests
 # their own targets and append them to CHECK_TARGETS; `make check` runs each
 # after the suites, in file-name order.
 CHECK_TARGETS :=
+
+# An uninstalled .pc for the build tree (the library from $(BUILD)/lib, the
+# header from include/): the bindings' builds find the library through it.
+PC_UNINSTALLED := $(BUILD)/pkgconfig/tenferro_gpu.pc
+$(PC_UNINSTALLED): pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath .)|g' -e 's|@LIBDIR@|$(abspath $(BUILD))/lib|g' \
+	    -e 's|@INCLUDEDIR@|$(abspath include)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
 -include $(sort $(wildcard mk/*.mk))
 
 check: deps

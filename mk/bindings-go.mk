@@ -13,7 +13,6 @@ DEBS_CHECK += golang-go
 GO ?= go
 GO_DIR := bindings/go
 GO_BUILD := $(abspath $(BUILD))/go
-PC_UNINSTALLED := $(BUILD)/pkgconfig/tenferro_gpu.pc
 GO_ENV := env GOCACHE=$(GO_BUILD)/cache GOPATH=$(GO_BUILD)/path GOENV=off \
   GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local CGO_ENABLED=1 \
   PKG_CONFIG_PATH=$(abspath $(BUILD))/pkgconfig
@@ -22,13 +21,6 @@ GO_ENV := env GOCACHE=$(GO_BUILD)/cache GOPATH=$(GO_BUILD)/path GOENV=off \
 GO_TEST_ENV := $(GO_ENV) TF_TEST_MODE=double \
   LD_LIBRARY_PATH=$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD))/lib
 GO_SRCS := $(shell find $(GO_DIR) -name '*.go' -o -name '*.[ch]' -o -name go.mod)
-
-# An uninstalled .pc for the build tree: the library from $(BUILD)/lib, the
-# header from include/.
-$(PC_UNINSTALLED): pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(abspath .)|g' -e 's|@LIBDIR@|$(abspath $(BUILD))/lib|g' \
-	    -e 's|@INCLUDEDIR@|$(abspath include)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 .PHONY: check-go go-test-binary
 check-go: lib double $(PC_UNINSTALLED)

@@ -7,9 +7,8 @@
 #                          Rust toolchain: run it there with LD_LIBRARY_PATH at
 #                          the library, TF_TEST_MODE=gpu and --skip double_
 #                          --skip source_ --test-threads=1
-#   $(BUILD)/pkgconfig/tenferro_gpu.pc
-#                          an uninstalled .pc for the build tree (libdir is
-#                          $(BUILD)/lib); build.rs finds the library through it
+#   build.rs finds the library through the Makefile's uninstalled .pc
+#   ($(PC_UNINSTALLED), libdir $(BUILD)/lib).
 #
 # cargo comes from PATH or $HOME/.cargo/bin; without it the tests skip with
 # a line saying so.  Cargo's output goes to $(BUILD)/rust.
@@ -17,13 +16,8 @@
 CARGO ?= $(or $(shell command -v cargo 2>/dev/null),$(wildcard $(HOME)/.cargo/bin/cargo))
 RUST_BINDING_DIR := bindings/rust
 RUST_TARGET_DIR := $(abspath $(BUILD)/rust)
-BUILD_PC_DIR := $(BUILD)/pkgconfig
-BUILD_PC := $(BUILD_PC_DIR)/tenferro_gpu.pc
-
-$(BUILD_PC): pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(abspath .)|g' -e 's|@LIBDIR@|$(abspath $(BUILD)/lib)|g' \
-	    -e 's|@INCLUDEDIR@|$(abspath include)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+BUILD_PC := $(PC_UNINSTALLED)
+BUILD_PC_DIR := $(dir $(PC_UNINSTALLED))
 
 # cargo with the build tree's library: found by pkg-config at build time,
 # by the loader (the double's folder first) at run time.
