@@ -84,5 +84,11 @@ void child_dispatch(const struct child_scenario *scenarios);
  * entries (NAME=value, NULL-terminated) and returns its exit status
  * (128 + signal if it died). */
 int run_child(const char *name, const char *const *env);
+/* As run_child, but started through the dynamic loader with
+ * `--inhibit-cache --library-path library_path`: only the folders of
+ * library_path (':'-separated) and the system's default folders are
+ * searched, for this executable's libraries and for every later dlopen,
+ * whatever ld.so.cache knows. */
+int run_child_with_loader(const char *name, const char *const *env, const char *library_path);
 
 #endif
