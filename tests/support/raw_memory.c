@@ -76,13 +76,17 @@ void dev_free(tf_runtime *rt, uint64_t dptr) {
     assert_ok(tf_with_context(rt, do_free, &o));
 }
 
-void dev_upload(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes) {
+void dev_upload_async(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes) {
     struct op o;
     memset(&o, 0, sizeof o);
     o.dptr = dst;
     o.src = src;
     o.bytes = bytes;
     assert_ok(tf_stream_enqueue(rt, do_htod, &o));
+}
+
+void dev_upload(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes) {
+    dev_upload_async(rt, dst, src, bytes);
     assert_ok(tf_runtime_sync(rt));
 }
 

@@ -21,6 +21,7 @@ void dev_free(tf_runtime *rt, uint64_t dptr);
 void dev_upload(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes);
 void dev_download(tf_runtime *rt, void *dst, uint64_t src, size_t bytes);
 /* The same without the final wait (the caller orders and waits). */
+void dev_upload_async(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes);
 void dev_download_async(tf_runtime *rt, void *dst, uint64_t src, size_t bytes);
 
 #endif
