@@ -11,6 +11,7 @@ struct raw_memory_api {
     PFN_cuMemFree_v3020 free;
     PFN_cuMemcpyHtoDAsync_v3020 htod;
     PFN_cuMemcpyDtoHAsync_v3020 dtoh;
+    PFN_cuStreamSynchronize_v2000 sync;
 };
 
 static const struct raw_memory_api *api(void) {
@@ -27,7 +28,8 @@ static const struct raw_memory_api *api(void) {
         gpa("cuMemFree", (void **)&a.free, 3020, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
         gpa("cuMemcpyHtoDAsync", (void **)&a.htod, 3020, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
         gpa("cuMemcpyDtoHAsync", (void **)&a.dtoh, 3020, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
-        assert_true(a.alloc && a.free && a.htod && a.dtoh);
+        gpa("cuStreamSynchronize", (void **)&a.sync, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        assert_true(a.alloc && a.free && a.htod && a.dtoh && a.sync);
         loaded = 1;
     }
     return &a;
@@ -102,4 +104,11 @@ void dev_download_async(tf_runtime *rt, void *dst, uint64_t src, size_t bytes) {
 void dev_download(tf_runtime *rt, void *dst, uint64_t src, size_t bytes) {
     dev_download_async(rt, dst, src, bytes);
     assert_ok(tf_runtime_sync(rt));
+}
+
+/* On the legacy default stream, which non-blocking slot streams do not
+ * synchronize with. */
+void dev_read_unordered(void *dst, uint64_t src, size_t bytes) {
+    assert_int_equal(api()->dtoh(dst, src, bytes, NULL), CUDA_SUCCESS);
+    assert_int_equal(api()->sync(NULL), CUDA_SUCCESS);
 }

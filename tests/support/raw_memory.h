@@ -23,5 +23,8 @@ void dev_download(tf_runtime *rt, void *dst, uint64_t src, size_t bytes);
 /* The same without the final wait (the caller orders and waits). */
 void dev_upload_async(tf_runtime *rt, uint64_t dst, const void *src, size_t bytes);
 void dev_download_async(tf_runtime *rt, void *dst, uint64_t src, size_t bytes);
+/* A copy on the legacy default stream, waited for: ordered with no slot
+ * stream.  The runtime's context must be current (e.g. inside a release). */
+void dev_read_unordered(void *dst, uint64_t src, size_t bytes);
 
 #endif
