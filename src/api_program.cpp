@@ -72,15 +72,33 @@ struct ProgramGuard {
     ~ProgramGuard() { api.destroy(&prog); }
 };
 
-// Reads NVRTC output through its size/copy pair into `out` (which keeps the
-// terminating NUL NVRTC writes).
+// One NVRTC output (the log, PTX or CUBIN) and its size/copy pair.
 template <class SizeFn, class CopyFn>
-nvrtcResult read_output(nvrtcProgram prog, SizeFn size_fn, CopyFn copy_fn, std::vector<char> *out) {
+struct Output {
+    SizeFn size;
+    const char *size_name;
+    CopyFn copy;
+    const char *copy_name;
+};
+
+template <class SizeFn, class CopyFn>
+Output<SizeFn, CopyFn> output(SizeFn size, const char *size_name, CopyFn copy,
+                              const char *copy_name) {
+    return {size, size_name, copy, copy_name};
+}
+
+// Reads an output into `out` (keeping the NUL NVRTC writes); on failure
+// records it for `op` as TF_ERROR_PROVIDER, naming the call that failed.
+template <class O>
+tf_status read_output(const char *op, const tf::NvrtcApi &api, nvrtcProgram prog, const O &o,
+                      std::vector<char> *out) {
     size_t n = 0;
-    nvrtcResult r = size_fn(prog, &n);
-    if (r != NVRTC_SUCCESS) return r;
+    nvrtcResult r = o.size(prog, &n);
+    if (r != NVRTC_SUCCESS) return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, o.size_name, r);
     out->assign(n > 0 ? n : 1, '\0');
-    return n > 0 ? copy_fn(prog, out->data()) : NVRTC_SUCCESS;
+    if (n > 0 && (r = o.copy(prog, out->data())) != NVRTC_SUCCESS)
+        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, o.copy_name, r);
+    return TF_OK;
 }
 
 tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
@@ -97,8 +115,10 @@ tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
     std::vector<const char *> options = nvrtc_options(o, device_arch, &arch_option);
     nvrtcResult compiled = api.compile(prog, static_cast<int>(options.size()), options.data());
     std::vector<char> log;
-    if ((r = read_output(prog, api.log_size, api.log, &log)) != NVRTC_SUCCESS)
-        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, "nvrtcGetProgramLog", r);
+    tf_status st = read_output(
+        op, api, prog,
+        output(api.log_size, "nvrtcGetProgramLogSize", api.log, "nvrtcGetProgramLog"), &log);
+    if (st != TF_OK) return st;
     std::unique_ptr<tf_program> p(new tf_program);
     p->log.assign(log.data());
     if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
@@ -111,13 +131,15 @@ tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
     }
     if (compiled != NVRTC_SUCCESS)
         return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, "nvrtcCompileProgram", compiled);
-    r = o.target == TF_COMPILE_CUBIN ? read_output(prog, api.cubin_size, api.cubin, &p->image)
-                                     : read_output(prog, api.ptx_size, api.ptx, &p->image);
-    if (r != NVRTC_SUCCESS)
-        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op,
-                              o.target == TF_COMPILE_CUBIN ? "nvrtcGetCUBIN" : "nvrtcGetPTX", r);
-    *out = std::move(p);
-    return TF_OK;
+    st = o.target == TF_COMPILE_CUBIN
+             ? read_output(op, api, prog,
+                           output(api.cubin_size, "nvrtcGetCUBINSize", api.cubin, "nvrtcGetCUBIN"),
+                           &p->image)
+             : read_output(op, api, prog,
+                           output(api.ptx_size, "nvrtcGetPTXSize", api.ptx, "nvrtcGetPTX"),
+                           &p->image);
+    if (st == TF_OK) *out = std::move(p);
+    return st;
 }
 
 }  // namespace
