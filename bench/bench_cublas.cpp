@@ -52,32 +52,6 @@ RawCublas load_raw_cublas() {
     return c;
 }
 
-// Driver entries this benchmark needs beyond bench_util's.
-struct MoreDriver {
-    PFN_cuMemAlloc_v3020 alloc;
-    PFN_cuMemsetD8Async_v3020 memset;
-    PFN_cuStreamCreate_v2000 stream_create;
-    PFN_cuStreamSynchronize_v2000 stream_sync;
-};
-
-MoreDriver load_more_driver() {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    auto gpa = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(h, "cuGetProcAddress_v2"));
-    MoreDriver d{};
-    auto get = [&](const char *name, int version, void *slot) {
-        if (gpa(name, static_cast<void **>(slot), version, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                nullptr) != CUDA_SUCCESS) {
-            std::fprintf(stderr, "bench: driver lacks %s\n", name);
-            std::exit(1);
-        }
-    };
-    get("cuMemAlloc", 3020, &d.alloc);
-    get("cuMemsetD8Async", 3020, &d.memset);
-    get("cuStreamCreate", 2000, &d.stream_create);
-    get("cuStreamSynchronize", 2000, &d.stream_sync);
-    return d;
-}
-
 constexpr int kN = 64;
 
 struct Gemm {
@@ -148,7 +122,6 @@ double aggregate_rate(int threads, Setup &&setup, Body &&body) {
 
 int main() {
     bench::RawDriver d = bench::load_raw_driver();
-    MoreDriver m = load_more_driver();
     RawCublas cb = load_raw_cublas();
     tf_runtime *rt = nullptr;
     if (tf_runtime_new(0, &rt) != TF_OK) bench::die("tf_runtime_new");
@@ -168,14 +141,14 @@ int main() {
 
     const size_t bytes = sizeof(float) * kN * kN;
     Gemm g{cb.sgemm, 0, 0, 0};
-    BENCH_CK(m.alloc(&g.a, bytes));
-    BENCH_CK(m.alloc(&g.b, bytes));
-    BENCH_CK(m.alloc(&g.c, bytes));
+    BENCH_CK(d.mem_alloc(&g.a, bytes));
+    BENCH_CK(d.mem_alloc(&g.b, bytes));
+    BENCH_CK(d.mem_alloc(&g.c, bytes));
     CUstream raw_stream = nullptr;
-    BENCH_CK(m.stream_create(&raw_stream, CU_STREAM_NON_BLOCKING));
-    BENCH_CK(m.memset(g.a, 0, bytes, raw_stream));
-    BENCH_CK(m.memset(g.b, 0, bytes, raw_stream));
-    BENCH_CK(m.stream_sync(raw_stream));
+    BENCH_CK(d.stream_create(&raw_stream, CU_STREAM_NON_BLOCKING));
+    BENCH_CK(d.memset_async(g.a, 0, bytes, raw_stream));
+    BENCH_CK(d.memset_async(g.b, 0, bytes, raw_stream));
+    BENCH_CK(d.stream_sync(raw_stream));
     cublasHandle_t raw_handle = nullptr;
     if (cb.create(&raw_handle) != 0 || cb.set_stream(raw_handle, reinterpret_cast<cudaStream_t>(raw_stream)) != 0)
         bench::die("raw cublasCreate");
@@ -190,7 +163,7 @@ int main() {
     auto lib = [&] { tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &g); };
     auto lib_sync = [&] { tf_runtime_sync(rt); };
     auto raw = [&] { enqueue_gemm(raw_handle, g); };
-    auto raw_sync = [&] { m.stream_sync(raw_stream); };
+    auto raw_sync = [&] { d.stream_sync(raw_stream); };
     for (int i = 0; i < 300; ++i) lib(), raw();
     lib_sync(), raw_sync();
 
@@ -233,8 +206,8 @@ int main() {
     std::vector<cublasHandle_t> handles(T, nullptr);
     for (int i = 0; i < T; ++i) {
         if (tf_runtime_bind_slot(rt, i, &bound[i]) != TF_OK) bench::die("tf_runtime_bind_slot");
-        BENCH_CK(m.alloc(&own[i].c, bytes));
-        BENCH_CK(m.stream_create(&streams[i], CU_STREAM_NON_BLOCKING));
+        BENCH_CK(d.mem_alloc(&own[i].c, bytes));
+        BENCH_CK(d.stream_create(&streams[i], CU_STREAM_NON_BLOCKING));
         if (cb.create(&handles[i]) != 0 || cb.set_stream(handles[i], reinterpret_cast<cudaStream_t>(streams[i])) != 0)
             bench::die("raw cublasCreate");
     }
@@ -251,7 +224,7 @@ int main() {
     auto raw_setup = [&](int) { d.set_current(primary); };
     auto raw_body = [&](int i) {
         for (int k = 0; k < 100; ++k) enqueue_gemm(handles[i], own[i]);
-        m.stream_sync(streams[i]);
+        d.stream_sync(streams[i]);
     };
     std::vector<double> lr, rr;
     for (int rep = 0; rep < 5; ++rep) {

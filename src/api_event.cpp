@@ -43,29 +43,15 @@ TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out) {
 }
 
 TF_API tf_status tf_event_retain(tf_event *event) {
-    static const char op[] = "tf_event_retain";
-    return tf::guarded(op, [&]() -> tf_status {
-        tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
-        if (st == TF_OK) tf::retain_object(&event->base);
-        return st;
-    });
+    return tf::retain_shared("tf_event_retain", event ? &event->base : nullptr, kLiveEvent, kWhat);
 }
 
 TF_API tf_status tf_event_release(tf_event *event) {
-    static const char op[] = "tf_event_release";
-    if (!event) return TF_OK;
-    return tf::guarded(op, [&]() -> tf_status {
-        tf_status st = tf::check_object(op, &event->base, kLiveEvent, kWhat);
-        if (st != TF_OK || !tf::drop_reference(&event->base)) return st;
-        std::unique_ptr<tf_event> dead(event);
-        std::shared_ptr<tf::RuntimeState> state = std::move(dead->base.state);
-        const tf::DriverApi &api = state->api();
-        CUevent e = dead->event;
-        tf::destroy_in_context(*state, op, "cuEventDestroy",
-                               [&] { return api.cuEventDestroy ? api.cuEventDestroy(e)
-                                                               : CUDA_ERROR_NOT_FOUND; });
-        return TF_OK;  // `state` goes last: this may tear the runtime down
-    });
+    return tf::release_shared("tf_event_release", event, kLiveEvent, kWhat, "cuEventDestroy",
+                              [](const tf::DriverApi &api, const tf_event &e) {
+                                  return api.cuEventDestroy ? api.cuEventDestroy(e.event)
+                                                            : CUDA_ERROR_NOT_FOUND;
+                              });
 }
 
 TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {

@@ -77,29 +77,16 @@ TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size, 
 }
 
 TF_API tf_status tf_module_retain(tf_module *module) {
-    static const char op[] = "tf_module_retain";
-    return tf::guarded(op, [&]() -> tf_status {
-        tf_status st = tf::check_object(op, module ? &module->base : nullptr, kLiveModule, kWhat);
-        if (st == TF_OK) tf::retain_object(&module->base);
-        return st;
-    });
+    return tf::retain_shared("tf_module_retain", module ? &module->base : nullptr, kLiveModule,
+                             kWhat);
 }
 
 TF_API tf_status tf_module_release(tf_module *module) {
-    static const char op[] = "tf_module_release";
-    if (!module) return TF_OK;
-    return tf::guarded(op, [&]() -> tf_status {
-        tf_status st = tf::check_object(op, &module->base, kLiveModule, kWhat);
-        if (st != TF_OK || !tf::drop_reference(&module->base)) return st;
-        std::unique_ptr<tf_module> dead(module);
-        std::shared_ptr<tf::RuntimeState> state = std::move(dead->base.state);
-        const tf::DriverApi &api = state->api();
-        CUmodule mod = dead->module;
-        tf::destroy_in_context(*state, op, "cuModuleUnload", [&] {
-            return api.cuModuleUnload ? api.cuModuleUnload(mod) : CUDA_ERROR_NOT_FOUND;
-        });
-        return TF_OK;  // `state` goes last: this may tear the runtime down
-    });
+    return tf::release_shared("tf_module_release", module, kLiveModule, kWhat, "cuModuleUnload",
+                              [](const tf::DriverApi &api, const tf_module &m) {
+                                  return api.cuModuleUnload ? api.cuModuleUnload(m.module)
+                                                            : CUDA_ERROR_NOT_FOUND;
+                              });
 }
 
 TF_API tf_status tf_module_function(tf_module *module, const char *name, void **out_function) {

@@ -39,6 +39,17 @@ bool drop_reference(SharedObject *o);
 template <class Destroy>
 void destroy_in_context(RuntimeState &state, const char *op, const char *call, Destroy destroy);
 
+// tf_*_retain of an object of kind `live`.
+tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what);
+
+// tf_*_release of `obj` (a struct whose first member `base` is its
+// SharedObject): NULL is a no-op; the last reference runs
+// destroy(api, *obj) -> CUresult through destroy_in_context, frees the
+// object, then drops its runtime reference (which may tear the runtime down).
+template <class T, class Destroy>
+tf_status release_shared(const char *op, T *obj, uint64_t live, const char *what,
+                         const char *call, Destroy destroy);
+
 // The frame of calls on an object: checked, its runtime usable, a sticky
 // fault the body reports remembered by the runtime.
 template <class Body>
@@ -64,6 +75,20 @@ void log_destroy_failure(RuntimeState &state, const char *op, const char *call, 
 
 #include "context_guard.h"
 #include "error.h"
+
+template <class T, class Destroy>
+tf_status tf::release_shared(const char *op, T *obj, uint64_t live, const char *what,
+                             const char *call, Destroy destroy) {
+    if (!obj) return TF_OK;
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, &obj->base, live, what);
+        if (st != TF_OK || !drop_reference(&obj->base)) return st;
+        std::unique_ptr<T> dead(obj);
+        std::shared_ptr<RuntimeState> state = std::move(dead->base.state);
+        destroy_in_context(*state, op, call, [&] { return destroy(state->api(), *dead); });
+        return TF_OK;  // `state` goes last
+    });
+}
 
 template <class Destroy>
 void tf::destroy_in_context(RuntimeState &state, const char *op, const char *call,

@@ -393,14 +393,21 @@ static void reentry_is_refused_not_deadlocked(void **state) {
 
 /* ---- teardown ------------------------------------------------------------- */
 
-static void teardown_failure_leaks_the_handle(void **state) {
+/* A runtime whose calling thread's slot has its cuBLAS handle. */
+static tf_runtime *runtime_with_handle(void) {
     tf_runtime *rt = new_runtime();
     struct seen s;
+    memset(&s, 0, sizeof s);
+    assert_ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s));
+    return rt;
+}
+
+static void teardown_failure_leaks_the_handle(void **state) {
+    tf_runtime *rt;
     const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
-    memset(&s, 0, sizeof s);
-    assert_ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s));
+    rt = runtime_with_handle();
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     log_capture_start();
     assert_ok(tf_runtime_release(rt));
@@ -411,13 +418,11 @@ static void teardown_failure_leaks_the_handle(void **state) {
 }
 
 static void teardown_destroy_failures_are_logged(void **state) {
-    tf_runtime *rt = new_runtime();
-    struct seen s;
+    tf_runtime *rt;
     const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
-    memset(&s, 0, sizeof s);
-    assert_ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s));
+    rt = runtime_with_handle();
     INJECT("cublasDestroy_v2", 1, CUBLAS_STATUS_INTERNAL_ERROR, 1);
     INJECT("cuMemFree", 1, CUDA_ERROR_INVALID_VALUE, 1);
     log_capture_start();

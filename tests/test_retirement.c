@@ -55,6 +55,17 @@ static void retire(tf_runtime *rt, int id) {
     assert_ok(tf_workspace_retire(rt, (void *)(intptr_t)id, release, NULL));
 }
 
+/* A runtime with retirements 1..n queued behind events the double keeps
+ * pending (until tfd_complete_all, a sync, or async pending goes off). */
+static tf_runtime *runtime_with_pending(int n) {
+    tf_runtime *rt = new_runtime();
+    int i;
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    for (i = 1; i <= n; ++i) retire(rt, i);
+    return rt;
+}
+
 static void released_once_the_stream_passed_it(void **state) {
     tf_runtime *rt = new_runtime();
     void *other = raw_create_context();
@@ -93,13 +104,10 @@ static void released_once_the_stream_passed_it(void **state) {
 }
 
 static void sync_runs_what_it_waited_for(void **state) {
-    tf_runtime *rt = new_runtime();
+    tf_runtime *rt;
     (void)state;
     REQUIRE_DOUBLE();
-    reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
-    retire(rt, 1);
-    retire(rt, 2);
+    rt = runtime_with_pending(2);
     assert_int_equal(g.count, 0);
     assert_ok(tf_runtime_sync(rt));
     assert_int_equal(g.count, 2);
@@ -223,13 +231,11 @@ static void failed_barrier_leaks_and_reports(void **state) {
 }
 
 static void failed_query_waits_for_the_stream(void **state) {
-    tf_runtime *rt = new_runtime();
+    tf_runtime *rt;
     tf_retirement_stats s;
     (void)state;
     REQUIRE_DOUBLE();
-    reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
-    retire(rt, 1);
+    rt = runtime_with_pending(1);
     INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
     assert_ok(tf_workspace_poll(rt));
     assert_int_equal(g.count, 1);
@@ -242,14 +248,12 @@ static void failed_query_waits_for_the_stream(void **state) {
 }
 
 static void failed_query_and_wait_leak(void **state) {
-    tf_runtime *rt = new_runtime();
+    tf_runtime *rt;
     tf_retirement_stats s;
     const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
-    reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
-    retire(rt, 1);
+    rt = runtime_with_pending(1);
     INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     log_capture_start();
@@ -270,14 +274,13 @@ static void failed_query_and_wait_leak(void **state) {
 /* The last release runs what is pending, in order, before the slot
  * resources and streams go; with the primary context current. */
 static void teardown_drains_in_order(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *other = raw_create_context();
+    tf_runtime *rt;
+    void *other;
     int i;
     (void)state;
     REQUIRE_DOUBLE();
-    reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
-    for (i = 1; i <= 5; ++i) retire(rt, i);
+    rt = runtime_with_pending(5);
+    other = raw_create_context();
     raw_set_current_context(other);
     assert_int_equal(g.count, 0);
     assert_ok(tf_runtime_release(rt));
@@ -292,12 +295,10 @@ static void teardown_drains_in_order(void **state) {
 }
 
 static void teardown_without_proof_leaks(void **state) {
-    tf_runtime *rt = new_runtime();
+    tf_runtime *rt;
     (void)state;
     REQUIRE_DOUBLE();
-    reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
-    retire(rt, 1);
+    rt = runtime_with_pending(1);
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     log_capture_start();
     assert_ok(tf_runtime_release(rt));

@@ -15,15 +15,6 @@
 
 #include "support/test_support.h"
 
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond, tf_last_error_message());                   \
-            return 1;                                                            \
-        }                                                                        \
-    } while (0)
-
 static int called;
 
 static int32_t count_call(void *handle, void *stream, void *user_data) {
@@ -39,19 +30,19 @@ static int cublas_missing_with(const char *fragment) {
     tf_runtime *rt = NULL;
     void *f = NULL;
     int32_t yes = 1, version = 0;
-    CHECK(tf_runtime_new(0, &rt) == TF_OK);
-    CHECK(tf_runtime_supports(rt, TF_CAP_CUBLAS, &yes) == TF_OK && yes == 0);
-    CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) ==
+    SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_CUBLAS, &yes) == TF_OK && yes == 0);
+    SCENARIO_CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) ==
           TF_ERROR_LIBRARY_NOT_FOUND);
-    CHECK(strcmp(tf_last_error_operation(), "tf_cublas_enqueue") == 0);
-    CHECK(strstr(tf_last_error_message(), fragment) != NULL);
-    CHECK(called == 0);
-    CHECK(raw_current_context() == NULL);
-    CHECK(tf_cublas_symbol("cublasSgemm_v2", &f) == TF_ERROR_LIBRARY_NOT_FOUND && f == NULL);
-    CHECK(tf_cublas_version(&version) == TF_ERROR_LIBRARY_NOT_FOUND && version == 0);
+    SCENARIO_CHECK(strcmp(tf_last_error_operation(), "tf_cublas_enqueue") == 0);
+    SCENARIO_CHECK(strstr(tf_last_error_message(), fragment) != NULL);
+    SCENARIO_CHECK(called == 0);
+    SCENARIO_CHECK(raw_current_context() == NULL);
+    SCENARIO_CHECK(tf_cublas_symbol("cublasSgemm_v2", &f) == TF_ERROR_LIBRARY_NOT_FOUND && f == NULL);
+    SCENARIO_CHECK(tf_cublas_version(&version) == TF_ERROR_LIBRARY_NOT_FOUND && version == 0);
     /* The rest of the runtime works. */
-    CHECK(tf_runtime_sync(rt) == TF_OK);
-    CHECK(tf_runtime_release(rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_sync(rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
     return 0;
 }
 
@@ -64,7 +55,7 @@ static int cublas_override_relative(void) {
 }
 
 static int cublas_not_on_the_path(void) {
-    CHECK(cublas_missing_with("LD_LIBRARY_PATH") == 0);
+    SCENARIO_CHECK(cublas_missing_with("LD_LIBRARY_PATH") == 0);
     return cublas_missing_with("libcublas.so.13");
 }
 
@@ -72,13 +63,13 @@ static int cublas_not_on_the_path(void) {
 static int cublas_12_is_used(void) {
     tf_runtime *rt = NULL;
     int32_t version = 0, yes = 0;
-    CHECK(tf_runtime_new(0, &rt) == TF_OK);
-    CHECK(tf_runtime_supports(rt, TF_CAP_CUBLAS, &yes) == TF_OK && yes == 1);
-    CHECK(tf_cublas_version(&version) == TF_OK);
-    CHECK(version == 120900);
-    CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) == TF_OK);
-    CHECK(called == 1);
-    CHECK(tf_runtime_release(rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_CUBLAS, &yes) == TF_OK && yes == 1);
+    SCENARIO_CHECK(tf_cublas_version(&version) == TF_OK);
+    SCENARIO_CHECK(version == 120900);
+    SCENARIO_CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) == TF_OK);
+    SCENARIO_CHECK(called == 1);
+    SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
     return 0;
 }
 
@@ -86,14 +77,14 @@ static int nvrtc_missing_with(const char *fragment) {
     tf_runtime *rt = NULL;
     tf_program *p = NULL;
     int32_t yes = 1;
-    CHECK(tf_runtime_new(0, &rt) == TF_OK);
-    CHECK(tf_runtime_supports(rt, TF_CAP_RUNTIME_COMPILATION, &yes) == TF_OK && yes == 0);
-    CHECK(tf_program_compile(rt, "extern \"C\" __global__ void k() {}", NULL, &p) ==
+    SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_RUNTIME_COMPILATION, &yes) == TF_OK && yes == 0);
+    SCENARIO_CHECK(tf_program_compile(rt, "extern \"C\" __global__ void k() {}", NULL, &p) ==
           TF_ERROR_LIBRARY_NOT_FOUND);
-    CHECK(p == NULL);
-    CHECK(strcmp(tf_last_error_operation(), "tf_program_compile") == 0);
-    CHECK(strstr(tf_last_error_message(), fragment) != NULL);
-    CHECK(tf_runtime_release(rt) == TF_OK);
+    SCENARIO_CHECK(p == NULL);
+    SCENARIO_CHECK(strcmp(tf_last_error_operation(), "tf_program_compile") == 0);
+    SCENARIO_CHECK(strstr(tf_last_error_message(), fragment) != NULL);
+    SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
     return 0;
 }
 
@@ -102,7 +93,7 @@ static int nvrtc_override_missing(void) {
 }
 
 static int nvrtc_not_on_the_path(void) {
-    CHECK(nvrtc_missing_with("LD_LIBRARY_PATH") == 0);
+    SCENARIO_CHECK(nvrtc_missing_with("LD_LIBRARY_PATH") == 0);
     return nvrtc_missing_with("libnvrtc.so.13");
 }
 
