@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "callback.h"
-#include "cublas_api.h"
+#include "cublas_library.h"
 #include "cublas_handle.h"
 #include "runtime_call.h"
 #include "slot_work.h"

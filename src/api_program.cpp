@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "nvrtc_api.h"
+#include "nvrtc_library.h"
 #include "runtime_call.h"
 #include "struct_io.h"
 

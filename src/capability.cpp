@@ -1,6 +1,6 @@
 // tf_runtime_supports: which capabilities this runtime offers.
-#include "cublas_api.h"
-#include "nvrtc_api.h"
+#include "cublas_library.h"
+#include "nvrtc_library.h"
 #include "runtime_call.h"
 
 namespace {

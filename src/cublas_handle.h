@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "cublas_api.h"
+#include "cublas_library.h"
 #include "driver_api.h"
 
 namespace tf {

@@ -1,4 +1,4 @@
-#include "cublas_api.h"
+#include "cublas_library.h"
 
 #include "error.h"
 #include "vendor_library.h"

@@ -1,4 +1,4 @@
-#include "nvrtc_api.h"
+#include "nvrtc_library.h"
 
 #include "error.h"
 #include "vendor_library.h"
