@@ -572,12 +572,15 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
 
 /**
  * Wait until the work queued on the calling thread's slot stream is done,
- * then run the workspace retirements the device has passed.  Other slots are
- * not waited for.  A slot whose stream was never created returns at once.
+ * then run the workspace retirements the device has passed (all of this
+ * slot's made before the call; other slots' as tf_workspace_poll() does).
+ * Other slots are not waited for.  A slot whose stream was never created
+ * returns at once.
  *
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (the wait reported
- *         a sticky fault); TF_ERROR_CUDA.
+ *         a sticky fault); TF_ERROR_CUDA (the wait, or a retirement leaked as
+ *         tf_workspace_poll() describes).
  */
 TF_API tf_status tf_runtime_sync(tf_runtime *rt);
 
@@ -594,6 +597,11 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  * context back on return.  Work queued on one slot is ordered with
  * everything else queued on that slot; to order two slots use
  * tf_slot_wait() or a tf_event.
+ *
+ * Besides the statuses each function lists, any call that needs a driver
+ * entry point the loaded driver lacks returns TF_ERROR_NOT_SUPPORTED, and
+ * every call that takes a runtime returns TF_ERROR_RUNTIME_STATE in a forked
+ * child and TF_ERROR_DEVICE_FAULT after a sticky fault.
  * @{
  */
 
@@ -846,12 +854,15 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
 
 /**
  * Runs the releases of every retirement whose event the device has passed
- * (on all slots), without waiting for anything.  See tf_workspace_retire()
- * for where releases run.
+ * (on all slots), without waiting for anything, except for a retirement
+ * whose event query fails: that one waits for its stream (a barrier
+ * fallback).  See tf_workspace_retire() for where releases run.
  *
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA
- *         (the context could not be activated).
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
+ *         context could not be activated, or a retirement's event query and
+ *         stream wait both failed: that resource was leaked, counted and
+ *         logged; the error is the wait's).
  */
 TF_API tf_status tf_workspace_poll(tf_runtime *rt);
 
