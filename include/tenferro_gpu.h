@@ -640,6 +640,7 @@ enum tf_cublas_pointer_mode {
  * the slot it runs on (tf_cublas_enqueue(), tf_stream_enqueue() on the same
  * slot) fails with TF_ERROR_RUNTIME_STATE instead of deadlocking.
  *
+ * @param rt           the runtime; the calling thread's (or the bound) slot is used.
  * @param pointer_mode enum tf_cublas_pointer_mode.
  * @param fn           returns a cublasStatus_t: 0 (CUBLAS_STATUS_SUCCESS) or
  *                     the failing status, which becomes TF_ERROR_PROVIDER
@@ -697,6 +698,7 @@ TF_API tf_status tf_cublas_version(int32_t *out_version);
  * enqueues of threads sharing a slot do not interleave; a call from @p fn
  * that needs the same slot's lock fails with TF_ERROR_RUNTIME_STATE.
  *
+ * @param rt        the runtime; the calling thread's (or the bound) slot is used.
  * @param fn        its nonzero return becomes TF_ERROR_CALLBACK with that
  *                  value as the code (TF_CODE_CALLBACK); a C++ exception it
  *                  throws becomes TF_ERROR_CALLBACK too.
@@ -721,6 +723,7 @@ TF_API tf_status tf_stream_enqueue(tf_runtime *rt,
  * No slot lock is taken, so it may be called from inside
  * tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
  *
+ * @param rt         the runtime; the calling thread's (or the bound) slot waits.
  * @param other_slot 0 .. slot count - 1.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (slot out of range);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
@@ -742,6 +745,7 @@ typedef struct tf_event tf_event;
  * Creates an event (timing disabled) in the runtime's primary context.
  * Until its first record, waiting for it returns at once.
  *
+ * @param rt      the runtime whose primary context holds the event.
  * @param[out] out the event with one reference; release it with
  *                 tf_event_release().
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
@@ -770,6 +774,7 @@ TF_API tf_status tf_event_release(tf_event *event);
  *
  * @param rt a handle of the runtime the event was made with (or of another
  *           runtime on the same device, which shares its primary context).
+ * @param event the event.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an event of another
  *         device); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventRecord).
@@ -799,6 +804,7 @@ TF_API tf_status tf_event_synchronize(tf_event *event);
 /**
  * Whether the latest record of @p event is done, without waiting.
  *
+ * @param event the event.
  * @param[out] out_done 1 when done (or never recorded), 0 when not yet.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventQuery).
@@ -835,6 +841,7 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * different threads may run concurrently.  A C++ exception it throws is
  * logged and dropped.
  *
+ * @param rt        the runtime; the calling thread's (or the bound) slot is used.
  * @param resource  passed to @p release; may be NULL.
  * @param release   called exactly once, or never if the resource leaks.
  * @param user_data passed to @p release.
@@ -890,6 +897,7 @@ TF_API void tf_retirement_stats_init(tf_retirement_stats *stats);
  * A consistent snapshot of the runtime's retirement counters.  No driver
  * call; serializes briefly with retirements on the runtime.
  *
+ * @param rt the runtime.
  * @param[in,out] out initialised with tf_retirement_stats_init; fields past
  *                its struct_size are not written.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
@@ -904,6 +912,7 @@ typedef struct tf_module tf_module;
  * the driver compiles for the device), a CUBIN (ELF) or a fatbin.  The
  * module keeps its runtime alive until its last release.
  *
+ * @param rt    the runtime whose primary context receives the module.
  * @param image the image; @p size bytes are read.  PTX need not end with a
  *              NUL byte (the library adds one when it is missing).
  * @param size  bytes of @p image, at least 1.
@@ -935,6 +944,8 @@ TF_API tf_status tf_module_release(tf_module *module);
  * A kernel of @p module by its name as it appears in the image: the plain
  * name for an extern "C" kernel, the mangled one for a C++ kernel.
  *
+ * @param module the module.
+ * @param name   the kernel's name.
  * @param[out] out_function a CUfunction, valid until the module's last
  *             release.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a module);
@@ -949,7 +960,10 @@ TF_API tf_status tf_module_function(tf_module *module, const char *name, void **
  * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8, needed before
  * launching with more than 48 KiB of dynamic shared memory).
  *
+ * @param module    the module the function belongs to.
+ * @param function  a function from tf_module_function().
  * @param attribute a CUfunction_attribute value.
+ * @param value     the attribute's new value.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA.
  */
@@ -978,6 +992,9 @@ TF_API void tf_launch_config_init(tf_launch_config *config);
  * TF_ERROR_DEVICE_FAULT).  Takes no slot lock, so it may be called from
  * inside tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
  *
+ * @param rt     the runtime; the calling thread's (or the bound) slot is used.
+ * @param function a function from tf_module_function() of a module of this
+ *               runtime's device.
  * @param config initialised with tf_launch_config_init; every dimension at
  *               least 1.
  * @param args   one pointer per kernel parameter, to a value of the
@@ -1005,10 +1022,10 @@ typedef struct tf_compile_options {
     uint32_t struct_size;   /**< set by tf_compile_options_init */
     int32_t target;         /**< enum tf_compile_target (default TF_COMPILE_PTX) */
     /** Architecture as 10 * major + minor (90 for compute_90 / sm_90); 0
-     * (default) for the runtime's device.  Ignored when @ref options
+     * (default) for the runtime's device.  Ignored when options
      * already has an -arch / --gpu-architecture option. */
     int32_t arch;
-    int32_t option_count;   /**< entries of @ref options (default 0) */
+    int32_t option_count;   /**< entries of options (default 0) */
     /** Further NVRTC options ("-std=c++17", "-default-device", "-I/path"),
      * read during the call only; NULL when option_count is 0. */
     const char *const *options;
@@ -1039,6 +1056,7 @@ typedef struct tf_program tf_program;
  * TF_OK.  The thread's last error message on TF_ERROR_COMPILE also carries
  * the start of the log.
  *
+ * @param rt     the runtime whose device is the default target.
  * @param source NUL-terminated CUDA C++.
  * @param options NULL for the defaults, or initialised with
  *                tf_compile_options_init.
