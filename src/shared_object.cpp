@@ -17,7 +17,7 @@ tf_status check_object(const char *op, const SharedObject *o, uint64_t live, con
 tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what) {
     return guarded(op, [&]() -> tf_status {
         tf_status st = check_object(op, o, live, what);
-        if (st == TF_OK) retain_object(o);
+        if (st == TF_OK) o->refs.fetch_add(1, std::memory_order_relaxed);
         return st;
     });
 }

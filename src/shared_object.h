@@ -25,9 +25,6 @@ struct SharedObject {
 // NULL or not a live object of kind `live` -> TF_ERROR_INVALID_ARGUMENT.
 tf_status check_object(const char *op, const SharedObject *o, uint64_t live, const char *what);
 
-// Adds a reference to a checked object.
-inline void retain_object(SharedObject *o) { o->refs.fetch_add(1, std::memory_order_relaxed); }
-
 // Drops a reference to a checked object; true when it was the last one (the
 // object is then marked dead and its owner destroys it).
 bool drop_reference(SharedObject *o);
