@@ -115,7 +115,6 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
                 queued = true;
             } catch (const std::bad_alloc &) {
                 destroy_event(api, e);  // recorded, maybe pending: not reusable
-                e = nullptr;
             }
         } else if (e) {
             destroy_event(api, e);  // a failed record leaves its state unknown
@@ -129,8 +128,29 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
     }
     finish(api, op, &found);  // older releases first: retirement order
     if (queued) return TF_OK;
-    CUresult w = wait_then_release(api, op, stream, r, mutex_, stats_);
-    return w == CUDA_SUCCESS ? TF_OK : fail_cuda(api, op, "cuStreamSynchronize", w);
+    return barrier_fallback(api, op, stream, r);
+}
+
+// Waits for the caller's stream instead of queueing `r`.  The wait also
+// passed this slot's older retirements; they are released first, so the
+// slot's releases stay in retirement order.
+tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
+                                            const Retirement &r) {
+    CUresult w = api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
+    if (w != CUDA_SUCCESS) {
+        {
+            std::lock_guard<std::mutex> hold(mutex_);
+            ++stats_.leaked;
+        }
+        return fail_cuda(api, op, "cuStreamSynchronize", w);
+    }
+    poll(api, op);
+    {
+        std::lock_guard<std::mutex> hold(mutex_);
+        ++stats_.released;
+    }
+    run_release(op, r);
+    return TF_OK;
 }
 
 CUresult RetirementQueue::poll(const DriverApi &api, const char *op) {

@@ -79,6 +79,8 @@ private:
     void collect_locked(const DriverApi &api, Found *found);
     CUevent take_event_locked(const DriverApi &api);
     CUresult finish(const DriverApi &api, const char *op, Found *found);
+    tf_status barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
+                               const Retirement &r);
 
     mutable std::mutex mutex_;
     std::vector<std::deque<Entry>> slots_;  // per slot, oldest first

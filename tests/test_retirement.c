@@ -145,19 +145,22 @@ static void full_queue_waits_for_the_stream(void **state) {
     retire(rt, 1);
     retire(rt, 2);
     assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 0);
-    retire(rt, 3); /* full: waits, then releases it before returning */
+    /* Full: waits for the stream, which also passed 1 and 2; they are
+     * released first, then 3, before the call returns. */
+    retire(rt, 3);
     assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 1);
-    assert_int_equal(g.count, 1);
-    assert_int_equal(g.order[0], 3);
+    assert_int_equal(g.count, 3);
+    assert_int_equal(g.order[0], 1);
+    assert_int_equal(g.order[1], 2);
+    assert_int_equal(g.order[2], 3);
     s = stats(rt);
     assert_int_equal(s.barrier_fallbacks, 1);
     assert_int_equal(s.deferred, 2);
-    assert_int_equal(s.in_flight, 2);
+    assert_int_equal(s.in_flight, 0);
+    assert_int_equal(s.released, 3);
     assert_int_equal(s.capacity, 2);
-    retire(rt, 4); /* the barrier also passed 1 and 2: they go first, 4 queues */
+    retire(rt, 4); /* room again: queued */
     assert_int_equal(g.count, 3);
-    assert_int_equal(g.order[1], 1);
-    assert_int_equal(g.order[2], 2);
     assert_int_equal(stats(rt).in_flight, 1);
     tfd()->tfd_set_async_pending(0);
     assert_ok(tf_runtime_release(rt));
