@@ -78,6 +78,10 @@ struct RawDriver {
     PFN_cuCtxCreate_v12050 ctx_create;
     PFN_cuCtxDestroy_v4000 ctx_destroy;
     PFN_cuDriverGetVersion_v2020 driver_version;
+    PFN_cuMemAlloc_v3020 mem_alloc;
+    PFN_cuMemsetD8Async_v3020 memset_async;
+    PFN_cuStreamCreate_v2000 stream_create;
+    PFN_cuStreamSynchronize_v2000 stream_sync;
 };
 
 inline RawDriver load_raw_driver() {
@@ -103,6 +107,10 @@ inline RawDriver load_raw_driver() {
     get("cuCtxCreate", 12050, &d.ctx_create);
     get("cuCtxDestroy", 4000, &d.ctx_destroy);
     get("cuDriverGetVersion", 2020, &d.driver_version);
+    get("cuMemAlloc", 3020, &d.mem_alloc);
+    get("cuMemsetD8Async", 3020, &d.memset_async);
+    get("cuStreamCreate", 2000, &d.stream_create);
+    get("cuStreamSynchronize", 2000, &d.stream_sync);
     BENCH_CK(d.init(0));
     return d;
 }

@@ -852,13 +852,16 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
 
 /**
  * Wait until the work queued on the calling thread's slot stream is done,
- * then run the workspace retirements the device has passed.  Other slots are
- * not waited for.  A slot whose stream was never created returns at once.
+ * then run the workspace retirements the device has passed (all of this
+ * slot's made before the call; other slots' as tf_workspace_poll() does).
+ * Other slots are not waited for.  A slot whose stream was never created
+ * returns at once.
  *
  * @param[in] rt the runtime; a bound handle waits for its bound slot.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (the wait reported
- *         a sticky fault); TF_ERROR_CUDA.
+ *         a sticky fault); TF_ERROR_CUDA (the wait, or a retirement leaked as
+ *         tf_workspace_poll() describes).
  * @threadsafety Any thread.  Blocks the calling thread in the driver while
  *         the stream drains, holding no lock of this library; other threads
  *         keep working, on this slot too.
@@ -872,6 +875,514 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
 /** @} */
 
 /* ==== Work on the slot streams: cuBLAS, any library, kernels, retirement ==== */
+
+/**
+ * @defgroup stream_work Work on the slot streams
+ *
+ * Everything here runs on the calling thread's stream slot (the bound slot
+ * for a handle from tf_runtime_bind_slot()), creating its stream at first
+ * use, with the runtime's primary context current, and puts the caller's
+ * context back on return.  Work queued on one slot is ordered with
+ * everything else queued on that slot; to order two slots use
+ * tf_slot_wait() or a tf_event.
+ *
+ * Besides the statuses each function lists, any call that needs a driver
+ * entry point the loaded driver lacks returns TF_ERROR_NOT_SUPPORTED, and
+ * every call that takes a runtime returns TF_ERROR_RUNTIME_STATE in a forked
+ * child and TF_ERROR_DEVICE_FAULT after a sticky fault.
+ * @{
+ */
+
+/** cuBLAS pointer modes for tf_cublas_enqueue() (the values of
+ * cublasPointerMode_t). */
+enum tf_cublas_pointer_mode {
+    /** alpha, beta and scalar results live in host memory. */
+    TF_CUBLAS_POINTER_MODE_HOST = 0,
+    /** alpha, beta and scalar results live in device memory. */
+    TF_CUBLAS_POINTER_MODE_DEVICE = 1
+};
+
+/**
+ * Enqueues cuBLAS work: the callback receives the cuBLAS handle of the
+ * calling thread's slot (a cublasHandle_t) and the slot's stream (a
+ * CUstream), and makes its cuBLAS calls with them.
+ *
+ * The slot's handle is created at the slot's first call: cuBLAS is loaded
+ * (libcublas.so.13, else libcublas.so.12, or the absolute path in the
+ * environment variable TENFERRO_GPU_CUBLAS), a handle is created in the
+ * primary context, bound to the slot's stream once, and given a workspace of
+ * tf_runtime_options::cublas_workspace_bytes of device memory that the
+ * runtime allocates (none when 0).  Handle, stream binding and workspace
+ * stay until the runtime is torn down.  Before every call the handle's
+ * pointer mode is set to @p pointer_mode.
+ *
+ * The slot's lock is held from the pointer-mode selection until @p fn
+ * returns, so threads sharing a slot never interleave their configuration
+ * and enqueues.  Calls on other slots run in parallel.  When the primary
+ * context is already current, the call adds one cuCtxGetCurrent, the slot
+ * lock and cublasSetPointerMode to what @p fn does; no system call, no
+ * allocation, no lock shared between slots.
+ *
+ * @p fn must not keep the handle after it returns, change its stream or
+ * workspace, or destroy it.  It may call this library, but a call that needs
+ * the slot it runs on (tf_cublas_enqueue(), tf_stream_enqueue() on the same
+ * slot) fails with TF_ERROR_RUNTIME_STATE instead of deadlocking.
+ *
+ * @param rt           the runtime; the calling thread's (or the bound) slot is used.
+ * @param pointer_mode enum tf_cublas_pointer_mode.
+ * @param fn           returns a cublasStatus_t: 0 (CUBLAS_STATUS_SUCCESS) or
+ *                     the failing status, which becomes TF_ERROR_PROVIDER
+ *                     with code domain TF_CODE_CUBLAS and a message naming
+ *                     the status ("CUBLAS_STATUS_INVALID_VALUE (7)").  A C++
+ *                     exception it throws becomes TF_ERROR_CALLBACK.
+ * @param user_data    passed to @p fn.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p fn, unknown pointer
+ *         mode); TF_ERROR_INVALID_HANDLE; TF_ERROR_LIBRARY_NOT_FOUND (no
+ *         cuBLAS; the message says what to add to LD_LIBRARY_PATH);
+ *         TF_ERROR_NOT_SUPPORTED (the cuBLAS found lacks a function this
+ *         needs); TF_ERROR_PROVIDER (cublasCreate_v2, cublasSetStream_v2,
+ *         cublasSetWorkspace_v2, cublasSetPointerMode_v2 or @p fn failed;
+ *         a handle that was not completely set up is destroyed again and the
+ *         next call starts over); TF_ERROR_OUT_OF_MEMORY (the workspace);
+ *         TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
+                                   int32_t (*fn)(void *cublas_handle, void *stream,
+                                                 void *user_data),
+                                   void *user_data);
+
+/**
+ * A cuBLAS function of the cuBLAS this library loaded, by its exported name
+ * ("cublasSgemm_v2", "cublasLtMatmul"), so a binding calls the same cuBLAS
+ * instance that made the handles and needs no cuBLAS of its own.  Loads
+ * cuBLAS on first use, as tf_cublas_enqueue() does.  Thread-safe.
+ *
+ * @param name     the symbol; it must start with "cublas".
+ * @param[out] out_function the function's address (cast it to its type).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a name not starting with
+ *         "cublas"); TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED
+ *         (the loaded cuBLAS has no such symbol).
+ */
+TF_API tf_status tf_cublas_symbol(const char *name, void **out_function);
+
+/**
+ * Version of the cuBLAS this library loaded, as major * 10000 + minor * 100
+ * + patch (CUBLAS_VERSION's encoding: 130100 for 13.1.0).  Loads cuBLAS on
+ * first use.  Thread-safe.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_LIBRARY_NOT_FOUND;
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_PROVIDER (cublasGetProperty).
+ */
+TF_API tf_status tf_cublas_version(int32_t *out_version);
+
+/**
+ * Enqueues work of any library (NCCL, cuFFT, cuSOLVER, your own driver
+ * calls) on the calling thread's slot stream: @p fn runs with the primary
+ * context current and receives the slot's stream (a CUstream).  The caller's
+ * context is current again afterwards, also when @p fn throws.
+ *
+ * As tf_cublas_enqueue(), it holds the slot's lock while @p fn runs, so the
+ * enqueues of threads sharing a slot do not interleave; a call from @p fn
+ * that needs the same slot's lock fails with TF_ERROR_RUNTIME_STATE.
+ *
+ * @param rt        the runtime; the calling thread's (or the bound) slot is used.
+ * @param fn        its nonzero return becomes TF_ERROR_CALLBACK with that
+ *                  value as the code (TF_CODE_CALLBACK); a C++ exception it
+ *                  throws becomes TF_ERROR_CALLBACK too.
+ * @param user_data passed to @p fn.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p fn);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (context, stream creation).
+ */
+TF_API tf_status tf_stream_enqueue(tf_runtime *rt,
+                                   int32_t (*fn)(void *stream, void *user_data),
+                                   void *user_data);
+
+/**
+ * Makes the calling thread's slot stream wait, on the device, for all work
+ * queued on slot @p other_slot's stream before this call; the host does not
+ * wait.  Work queued later on @p other_slot is not waited for.  Uses one
+ * event per slot (recorded on @p other_slot, waited on here), never a
+ * device-wide synchronization.
+ *
+ * A slot whose stream was never created has nothing queued: the call
+ * returns at once, as it does when @p other_slot is the caller's own slot.
+ * No slot lock is taken, so it may be called from inside
+ * tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
+ *
+ * @param rt         the runtime; the calling thread's (or the bound) slot waits.
+ * @param other_slot 0 .. slot count - 1.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (slot out of range);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventCreate, cuEventRecord,
+ *         cuStreamWaitEvent).
+ */
+TF_API tf_status tf_slot_wait(tf_runtime *rt, int32_t other_slot);
+
+/**
+ * Opaque, reference-counted CUDA event of one runtime, for explicit
+ * ordering: a producer records it on its slot, consumers wait for it on
+ * theirs (or on the host).  An event keeps its runtime alive until its last
+ * release.  Thread-safe: any thread may record, wait for, query or
+ * synchronize it; waits use the latest record made before them.
+ */
+typedef struct tf_event tf_event;
+
+/**
+ * Creates an event (timing disabled) in the runtime's primary context.
+ * Until its first record, waiting for it returns at once.
+ *
+ * @param rt      the runtime whose primary context holds the event.
+ * @param[out] out the event with one reference; release it with
+ *                 tf_event_release().
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventCreate).
+ */
+TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out);
+
+/** Adds a reference to @p event.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not an event). */
+TF_API tf_status tf_event_retain(tf_event *event);
+
+/**
+ * Drops a reference; the last one destroys the event (with its runtime's
+ * context current; a failure is logged) and then drops the event's
+ * reference to its runtime, which may tear the runtime down.  NULL is a
+ * no-op.  Using an event after its last release is undefined.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not an event).
+ */
+TF_API tf_status tf_event_release(tf_event *event);
+
+/**
+ * Records @p event on the calling thread's slot stream of @p rt: it
+ * completes when the work queued there before this call is done.
+ *
+ * @param rt a handle of the runtime the event was made with (or of another
+ *           runtime on the same device, which shares its primary context).
+ * @param event the event.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an event of another
+ *         device); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventRecord).
+ */
+TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event);
+
+/**
+ * Makes the calling thread's slot stream of @p rt wait, on the device, for
+ * the latest record of @p event (any runtime's event).  The host does not
+ * wait.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_CUDA (cuStreamWaitEvent).
+ */
+TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event);
+
+/**
+ * Blocks the calling thread until the latest record of @p event is done.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT (a sticky fault, which also marks the
+ *         event's runtime unusable); TF_ERROR_CUDA (cuEventSynchronize).
+ */
+TF_API tf_status tf_event_synchronize(tf_event *event);
+
+/**
+ * Whether the latest record of @p event is done, without waiting.
+ *
+ * @param event the event.
+ * @param[out] out_done 1 when done (or never recorded), 0 when not yet.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventQuery).
+ */
+TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
+
+/**
+ * Releases a resource (typically device memory that queued work still
+ * reads or writes: a library's workspace) once the device has finished
+ * everything queued on the calling thread's slot stream before this call,
+ * without making the host wait for it.
+ *
+ * An event is recorded on the slot's stream (events are pooled and reused)
+ * and @p release runs once the stream has passed it.  Completed
+ * retirements are found, and their releases run, on later calls of
+ * tf_workspace_retire() and tf_workspace_poll() on any slot, on
+ * tf_runtime_sync(), and at the runtime's teardown (the last release, once
+ * every stream is synchronized; if a stream cannot be synchronized, or
+ * after a device fault, pending releases never run: their resources leak).
+ *
+ * The queue holds at most tf_runtime_options::retirement_capacity
+ * retirements.  When it is full, or an event cannot be created or recorded,
+ * the call falls back to a barrier: it waits for the slot's stream and runs
+ * @p release before returning.  When the device's progress cannot be proven
+ * (a failed event query and a failed stream wait, or a failed barrier), the
+ * resource is leaked and counted, never released early.
+ *
+ * Where @p release runs: on the thread of the call that found the
+ * retirement complete (one of the calls above), with the runtime's primary
+ * context current and no lock of this library held, so it may free device
+ * memory and call this library (but not the runtime being torn down, when
+ * it runs from the last release).  Releases found by one call run in the
+ * order of their retirements on each slot; releases found by calls on
+ * different threads may run concurrently.  A C++ exception it throws is
+ * logged and dropped.
+ *
+ * @param rt        the runtime; the calling thread's (or the bound) slot is used.
+ * @param resource  passed to @p release; may be NULL.
+ * @param release   called exactly once, or never if the resource leaks.
+ * @param user_data passed to @p release.
+ * @return TF_OK (queued, or released by the barrier fallback);
+ *         TF_ERROR_INVALID_ARGUMENT (NULL @p release) and
+ *         TF_ERROR_INVALID_HANDLE: nothing happened, the resource is still
+ *         the caller's.  Any other failure means @p release will not run
+ *         and the device may still use the resource: leak it.  These are
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA
+ *         (context, stream creation, or the barrier fallback's
+ *         cuStreamSynchronize, in which case the runtime counted it as
+ *         leaked); TF_ERROR_OUT_OF_MEMORY (host memory for the queue).
+ */
+TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
+                                     void (*release)(void *resource, void *user_data),
+                                     void *user_data);
+
+/**
+ * Runs the releases of every retirement whose event the device has passed
+ * (on all slots), without waiting for anything, except for a retirement
+ * whose event query fails: that one waits for its stream (a barrier
+ * fallback).  See tf_workspace_retire() for where releases run.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
+ *         context could not be activated, or a retirement's event query and
+ *         stream wait both failed: that resource was leaked, counted and
+ *         logged; the error is the wait's).
+ */
+TF_API tf_status tf_workspace_poll(tf_runtime *rt);
+
+/** Counters of a runtime's workspace retirements.  Every accepted
+ * retirement is, at any time, in exactly one of released, leaked and
+ * in_flight. */
+typedef struct tf_retirement_stats {
+    uint32_t struct_size;   /**< in: set by tf_retirement_stats_init */
+    uint32_t capacity;      /**< out: the queue bound (retirement_capacity) */
+    uint64_t deferred;      /**< out: retirements queued behind an event */
+    uint64_t released;      /**< out: releases started */
+    uint64_t barrier_fallbacks; /**< out: retirements resolved by waiting for
+                                 * their stream instead (queue full, event
+                                 * creation, record or query failed) */
+    uint64_t leaked;        /**< out: resources never released because the
+                             * device's progress could not be proven */
+    uint64_t in_flight;     /**< out: retirements queued now */
+    uint64_t max_in_flight; /**< out: the most ever queued at once */
+} tf_retirement_stats;
+
+/** Zero @p stats and set its struct_size. NULL is ignored. */
+TF_API void tf_retirement_stats_init(tf_retirement_stats *stats);
+
+/**
+ * A consistent snapshot of the runtime's retirement counters.  No driver
+ * call; serializes briefly with retirements on the runtime.
+ *
+ * @param rt the runtime.
+ * @param[in,out] out initialised with tf_retirement_stats_init; fields past
+ *                its struct_size are not written.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ */
+TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *out);
+
+/** Opaque, reference-counted loaded module (a CUmodule) of one runtime. */
+typedef struct tf_module tf_module;
+
+/**
+ * Loads a module image into the runtime's primary context: PTX text (which
+ * the driver compiles for the device), a CUBIN (ELF) or a fatbin.  The
+ * module keeps its runtime alive until its last release.
+ *
+ * @param rt    the runtime whose primary context receives the module.
+ * @param image the image; @p size bytes are read.  PTX need not end with a
+ *              NUL byte (the library adds one when it is missing).
+ * @param size  bytes of @p image, at least 1.
+ * @param[out] out the module with one reference.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, size 0);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED;
+ *         TF_ERROR_CUDA (cuModuleLoadDataEx; the message carries the start
+ *         of the driver's JIT error log, e.g. for PTX of a newer target).
+ */
+TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size,
+                                tf_module **out);
+
+/** Adds a reference to @p module.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a module). */
+TF_API tf_status tf_module_retain(tf_module *module);
+
+/**
+ * Drops a reference; the last one unloads the module with its runtime's
+ * context current (a failure is logged; after a device fault or in a forked
+ * child it is leaked quietly), then drops its reference to the runtime.
+ * Functions of the module are invalid afterwards.  NULL is a no-op.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not a module).
+ */
+TF_API tf_status tf_module_release(tf_module *module);
+
+/**
+ * A kernel of @p module by its name as it appears in the image: the plain
+ * name for an extern "C" kernel, the mangled one for a C++ kernel.
+ *
+ * @param module the module.
+ * @param name   the kernel's name.
+ * @param[out] out_function a CUfunction, valid until the module's last
+ *             release.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a module);
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA
+ *         (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND when the image has no
+ *         such kernel).
+ */
+TF_API tf_status tf_module_function(tf_module *module, const char *name, void **out_function);
+
+/**
+ * Sets an attribute of a kernel of @p module (cuFuncSetAttribute; e.g.
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8, needed before
+ * launching with more than 48 KiB of dynamic shared memory).
+ *
+ * @param module    the module the function belongs to.
+ * @param function  a function from tf_module_function().
+ * @param attribute a CUfunction_attribute value.
+ * @param value     the attribute's new value.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_function_set_attribute(tf_module *module, void *function,
+                                           int32_t attribute, int32_t value);
+
+/** Shape of a kernel launch. */
+typedef struct tf_launch_config {
+    uint32_t struct_size;  /**< in: set by tf_launch_config_init */
+    uint32_t grid_x;       /**< blocks in x (default 1) */
+    uint32_t grid_y;       /**< blocks in y (default 1) */
+    uint32_t grid_z;       /**< blocks in z (default 1) */
+    uint32_t block_x;      /**< threads per block in x (default 1) */
+    uint32_t block_y;      /**< threads per block in y (default 1) */
+    uint32_t block_z;      /**< threads per block in z (default 1) */
+    uint32_t shared_memory_bytes; /**< dynamic shared memory (default 0) */
+} tf_launch_config;
+
+/** Set @p config to one block of one thread and its struct_size. NULL is ignored. */
+TF_API void tf_launch_config_init(tf_launch_config *config);
+
+/**
+ * Launches @p function (from tf_module_function()) on the calling thread's
+ * slot stream.  Returns once the launch is queued; errors the kernel meets
+ * while running show up in later calls (a sticky fault as
+ * TF_ERROR_DEVICE_FAULT).  Takes no slot lock, so it may be called from
+ * inside tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
+ *
+ * @param rt     the runtime; the calling thread's (or the bound) slot is used.
+ * @param function a function from tf_module_function() of a module of this
+ *               runtime's device.
+ * @param config initialised with tf_launch_config_init; every dimension at
+ *               least 1.
+ * @param args   one pointer per kernel parameter, to a value of the
+ *               parameter's type (cuLaunchKernel's kernelParams); NULL for
+ *               a kernel without parameters.  Read during the call only.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a zero dimension,
+ *         struct_size too small); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_CUDA (cuLaunchKernel: a function of another context,
+ *         too many threads, too much shared memory, ...).
+ */
+TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function,
+                                  const tf_launch_config *config, void **args);
+
+/** What tf_program_compile() produces. */
+enum tf_compile_target {
+    /** PTX text for compute_XY, which tf_module_load() JIT-compiles. */
+    TF_COMPILE_PTX = 0,
+    /** A CUBIN for sm_XY, loaded without JIT. */
+    TF_COMPILE_CUBIN = 1
+};
+
+/** Options of tf_program_compile(). */
+typedef struct tf_compile_options {
+    uint32_t struct_size;   /**< set by tf_compile_options_init */
+    int32_t target;         /**< enum tf_compile_target (default TF_COMPILE_PTX) */
+    /** Architecture as 10 * major + minor (90 for compute_90 / sm_90); 0
+     * (default) for the runtime's device.  Ignored when options
+     * already has an -arch / --gpu-architecture option. */
+    int32_t arch;
+    int32_t option_count;   /**< entries of options (default 0) */
+    /** Further NVRTC options ("-std=c++17", "-default-device", "-I/path"),
+     * read during the call only; NULL when option_count is 0. */
+    const char *const *options;
+    /** Name of the program in the log ("kernels.cu"); NULL for
+     * "tenferro_program.cu". */
+    const char *name;
+} tf_compile_options;
+
+/** Set @p options to the defaults and its struct_size. NULL is ignored. */
+TF_API void tf_compile_options_init(tf_compile_options *options);
+
+/** Opaque result of tf_program_compile(): the compiled image and NVRTC's log. */
+typedef struct tf_program tf_program;
+
+/**
+ * Compiles CUDA C++ @p source with NVRTC for the runtime's device (or
+ * options->arch).  NVRTC is loaded at first use: libnvrtc.so.13, else
+ * libnvrtc.so.12, or the absolute path in the environment variable
+ * TENFERRO_GPU_NVRTC.  No context or device work; thread-safe.
+ *
+ * Kernels to be found by their plain name with tf_module_function() must be
+ * declared extern "C".
+ *
+ * Getting the log: on TF_OK and on TF_ERROR_COMPILE (and only then), *out
+ * receives a program, which the caller releases with tf_program_release().
+ * tf_program_log() returns NVRTC's whole log (the errors on
+ * TF_ERROR_COMPILE, warnings on TF_OK); tf_program_image() the image on
+ * TF_OK.  The thread's last error message on TF_ERROR_COMPILE also carries
+ * the start of the log.
+ *
+ * @param rt     the runtime whose device is the default target.
+ * @param source NUL-terminated CUDA C++.
+ * @param options NULL for the defaults, or initialised with
+ *                tf_compile_options_init.
+ * @param[out] out the program (see above); untouched on other failures.
+ * @return TF_OK; TF_ERROR_COMPILE (NVRTC rejected the source or an option;
+ *         code domain TF_CODE_NVRTC); TF_ERROR_INVALID_ARGUMENT (NULL,
+ *         unknown target, negative option_count, options NULL with a count,
+ *         nonzero unknown option bytes); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_LIBRARY_NOT_FOUND (no NVRTC; the message says what to
+ *         add to LD_LIBRARY_PATH); TF_ERROR_NOT_SUPPORTED (the NVRTC found
+ *         lacks a function this needs); TF_ERROR_PROVIDER (another NVRTC
+ *         failure); TF_ERROR_OUT_OF_MEMORY.
+ */
+TF_API tf_status tf_program_compile(tf_runtime *rt, const char *source,
+                                    const tf_compile_options *options, tf_program **out);
+
+/**
+ * The compiled image of @p program (PTX text including its NUL byte, or a
+ * CUBIN), valid until tf_program_release(); pass it to tf_module_load().
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, or a program that did not
+ *         compile and so has no image).
+ */
+TF_API tf_status tf_program_image(const tf_program *program, const void **out_image,
+                                  size_t *out_size);
+
+/**
+ * NVRTC's log for @p program, NUL-terminated ("" when NVRTC wrote none),
+ * valid until tf_program_release().
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT.
+ */
+TF_API tf_status tf_program_log(const tf_program *program, const char **out_log);
+
+/** Frees @p program, its image and its log.  NULL is a no-op. */
+TF_API void tf_program_release(tf_program *program);
+
+/** @} */
 
 /* ==== Device memory and transfers ==== */
 

@@ -1,4 +1,6 @@
 // tf_runtime_supports: which capabilities this runtime offers.
+#include "cublas_library.h"
+#include "nvrtc_library.h"
 #include "runtime_call.h"
 
 namespace {
@@ -9,6 +11,9 @@ bool supports(const tf::RuntimeState &state, int32_t capability) {
         case TF_CAP_NATIVE_MODULES:
             return api.cuModuleLoadDataEx && api.cuModuleGetFunction && api.cuLaunchKernel &&
                    api.cuModuleUnload;
+        // Probing loads the library (once per process), as its first use would.
+        case TF_CAP_CUBLAS: return tf::cublas_loadable();
+        case TF_CAP_RUNTIME_COMPILATION: return tf::nvrtc_loadable();
         case TF_CAP_RAW_STREAM: return api.cuStreamCreate != nullptr;
         case TF_CAP_SAME_DEVICE_COPY: return api.cuMemcpyDtoDAsync != nullptr;
         // Depends on the pair of devices: asked per pair, never here.

@@ -14,6 +14,7 @@
 #include "stream_slots.h"
 #include "tenferro_gpu.h"
 #include "thread_slot.h"
+#include "workspace_retirement.h"
 
 namespace tf {
 
@@ -69,6 +70,9 @@ public:
         return slots_[slot].stream.load(std::memory_order_acquire);
     }
 
+    // Pending workspace retirements (workspace_retirement.h).
+    RetirementQueue &retirements() { return retirements_; }
+
 private:
     RuntimeState(const DriverApi &api, const RuntimeOptions &options);
     tf_status fail_forked(const char *op) const __attribute__((cold, noinline));
@@ -89,6 +93,7 @@ private:
     pid_t creator_pid_ = 0;
     std::unique_ptr<StreamSlot[]> slots_;
     std::mutex create_mutex_;  // serializes stream creation only
+    RetirementQueue retirements_;
 
     std::atomic<int> fault_phase_{kFaultNone};
     int32_t fault_code_ = 0;

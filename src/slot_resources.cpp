@@ -2,6 +2,9 @@
 
 namespace tf {
 
-void release_slot_resources(const DriverApi &, SlotResources &) {}
+void release_slot_resources(const DriverApi &api, SlotResources &resources) {
+    release_slot_cublas(api, &resources.cublas);
+    release_slot_order(api, &resources.order);
+}
 
 }  // namespace tf

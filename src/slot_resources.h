@@ -5,11 +5,15 @@
 // every stream of the runtime has been synchronized.
 #pragma once
 
+#include "cublas_handle.h"
 #include "driver_api.h"
+#include "slot_order.h"
 
 namespace tf {
 
 struct SlotResources {
+    SlotCublas cublas;     // tf_cublas_enqueue (cublas_handle.h)
+    SlotOrderEvent order;  // tf_slot_wait; atomic, used without the slot lock (slot_order.h)
 };
 
 // Releases what `resources` holds.  The runtime's primary context is current

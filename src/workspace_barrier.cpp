@@ -1,7 +1,16 @@
 #include "workspace_barrier.h"
 
+#include "cuda_status.h"
+#include "workspace_retirement.h"
+
 namespace tf {
 
-tf_status after_barrier(RuntimeState &, const char *) { return TF_OK; }
+// The barrier proved the caller's slot done up to now, so its retirements
+// queued before it all complete here; other slots are only polled (their
+// finished retirements run, nothing waits for them).
+tf_status after_barrier(RuntimeState &state, const char *op) {
+    CUresult r = state.retirements().poll(state.api(), op);
+    return r == CUDA_SUCCESS ? TF_OK : fail_cuda(state.api(), op, "cuStreamSynchronize", r);
+}
 
 }  // namespace tf

@@ -4,8 +4,29 @@ import datetime
 import sys
 
 
+def compare_rows(compares, rows, peers):
+    """COMPARE|id|what|result id|peer id|goal: the library's value in RESULT
+    row `result id` over the PEER value `peer id` (same unit), met when the
+    ratio is at most `goal`.  A peer that was not measured (no PyTorch on the
+    machine) gives a row marked n/a, which counts neither way."""
+    by_id = {r[0]: r for r in rows}
+    peer_by_id = {p[0]: p for p in peers}
+    out = []
+    for ident, what, result_id, peer_id, goal in compares:
+        lib = by_id.get(result_id)
+        peer = peer_by_id.get(peer_id)
+        if lib is None or peer is None or float(peer[2]) <= 0:
+            out.append([ident, what, lib[2] if lib else "-", f"peer {peer_id}", "not measured",
+                        lib[5] if lib else "-", "-", f"<= {goal}x peer", "n/a"])
+            continue
+        ratio = float(lib[2]) / float(peer[2])
+        out.append([ident, what, lib[2], f"peer {peer_id}", peer[2], peer[3], f"{ratio:.3f}",
+                    f"<= {goal}x peer", "yes" if ratio <= float(goal) else "NO"])
+    return out
+
+
 def main(path):
-    info, rows, peers = {}, [], []
+    info, rows, peers, compares = {}, [], [], []
     for line in open(path):
         parts = line.rstrip("\n").split("|")
         if parts[0] == "INFO" and len(parts) >= 3:
@@ -14,6 +35,9 @@ def main(path):
             rows.append(parts[1:])
         elif parts[0] == "PEER" and len(parts) >= 4:
             peers.append(parts[1:])
+        elif parts[0] == "COMPARE" and len(parts) == 6:
+            compares.append(parts[1:])
+    rows += compare_rows(compares, rows, peers)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Benchmarks", "",
            f"Measured {now} on {info.get('device', '?')}, driver {info.get('driver', '?')}, "
@@ -30,8 +54,9 @@ def main(path):
                 "| id | what | value | unit |", "| --- | --- | ---: | --- |"]
         for p in peers:
             out.append("| " + " | ".join(p[:4]) + " |")
-    missed = [r[0] for r in rows if r[8] != "yes"]
-    out += ["", f"Goals met: {len(rows) - len(missed)} of {len(rows)}" +
+    judged = [r for r in rows if r[8] != "n/a"]
+    missed = [r[0] for r in judged if r[8] != "yes"]
+    out += ["", f"Goals met: {len(judged) - len(missed)} of {len(judged)}" +
             (f"; missed: {', '.join(missed)}" if missed else "") + "."]
     print("\n".join(out))
 

@@ -2,6 +2,8 @@
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,17 +186,14 @@ void child_dispatch(const struct child_scenario *scenarios) {
     exit(120);
 }
 
-int run_child(const char *name, const char *const *env) {
-    char self[4096];
-    char *argv[] = {self, NULL};
+/* Runs argv[0] with argv and this process's environment plus TF_TEST_CHILD
+ * and `env` (whose entries win), and returns its exit status. */
+static int spawn_child(char *const *argv, const char *name, const char *const *env) {
     char *envp[512];
     char child_var[256];
     size_t n = 0, i;
     pid_t pid;
     int status = 0;
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return -1;
-    self[len] = '\0';
     snprintf(child_var, sizeof child_var, "TF_TEST_CHILD=%s", name);
     envp[n++] = child_var;
     for (i = 0; env && env[i] && n < 400; ++i) envp[n++] = (char *)env[i];
@@ -207,7 +206,44 @@ int run_child(const char *name, const char *const *env) {
         if (!overridden) envp[n++] = environ[i];
     }
     envp[n] = NULL;
-    if (posix_spawn(&pid, self, NULL, NULL, argv, envp) != 0) return -1;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return -1;
     if (waitpid(pid, &status, 0) != pid) return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int self_path(char *self, size_t cap) {
+    ssize_t len = readlink("/proc/self/exe", self, cap - 1);
+    if (len <= 0) return -1;
+    self[len] = '\0';
+    return 0;
+}
+
+int run_child(const char *name, const char *const *env) {
+    char self[4096];
+    char *argv[] = {self, NULL};
+    if (self_path(self, sizeof self) != 0) return -1;
+    return spawn_child(argv, name, env);
+}
+
+/* The main program's ELF interpreter (PT_INTERP): the dynamic loader. */
+static int find_interpreter(struct dl_phdr_info *info, size_t size, void *out) {
+    int i;
+    (void)size;
+    for (i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_INTERP) {
+            *(const char **)out = (const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            return 1;
+        }
+    return 1; /* the first object is the main program: stop either way */
+}
+
+int run_child_with_loader(const char *name, const char *const *env, const char *library_path) {
+    char self[4096], loader[4096];
+    const char *interp = NULL;
+    char *argv[] = {loader, "--inhibit-cache", "--library-path", (char *)library_path, self, NULL};
+    if (self_path(self, sizeof self) != 0) return -1;
+    dl_iterate_phdr(find_interpreter, &interp);
+    if (!interp) return -1;
+    snprintf(loader, sizeof loader, "%s", interp);
+    return spawn_child(argv, name, env);
 }

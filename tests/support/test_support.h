@@ -73,6 +73,17 @@ tf_runtime *new_runtime_with_slots(uint32_t slots);
 
 /* ---- child processes ------------------------------------------------- */
 
+/* In a child scenario (which returns its exit status): returns 1 after
+ * printing the condition and the last error unless `cond` holds. */
+#define SCENARIO_CHECK(cond)                                                           \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__,  \
+                    __LINE__, #cond, tf_last_error_message());                      \
+            return 1;                                                               \
+        }                                                                           \
+    } while (0)
+
 /* If this process was started by run_child, runs the named scenario from
  * `scenarios` and exits with its result; call first thing in main(). */
 struct child_scenario {
@@ -84,5 +95,11 @@ void child_dispatch(const struct child_scenario *scenarios);
  * entries (NAME=value, NULL-terminated) and returns its exit status
  * (128 + signal if it died). */
 int run_child(const char *name, const char *const *env);
+/* As run_child, but started through the dynamic loader with
+ * `--inhibit-cache --library-path library_path`: only the folders of
+ * library_path (':'-separated) and the system's default folders are
+ * searched, for this executable's libraries and for every later dlopen,
+ * whatever ld.so.cache knows. */
+int run_child_with_loader(const char *name, const char *const *env, const char *library_path);
 
 #endif

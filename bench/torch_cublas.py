@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""torch.mm 64x64 float32 enqueue: the peer of bench_cublas's sgemm64_enqueue.
+
+Prints PEER|torch_mm64|...|ns; tools/bench_report.py divides the library's
+sgemm64_enqueue by it (the COMPARE line bench_cublas prints)."""
+import time
+
+import torch
+
+
+def median_ns(f, iters, reps=15):
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            f()
+        samples.append((time.perf_counter() - t0) / iters * 1e9)
+        torch.cuda.synchronize()  # drain between samples, outside the timing
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def main():
+    a = torch.zeros(64, 64, device="cuda")
+    b = torch.zeros(64, 64, device="cuda")
+    for _ in range(300):
+        torch.mm(a, b)
+    torch.cuda.synchronize()
+    ns = median_ns(lambda: torch.mm(a, b), 2000)
+    print(f"PEER|torch_mm64|torch.mm 64x64 float32 enqueue|{ns:.1f}|ns", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+// Deferred workspace release: tf_workspace_retire, tf_workspace_poll,
+// tf_workspace_stats.
+#include <cstring>
+#include <memory>
+
+#include "context_guard.h"
+#include "cuda_status.h"
+#include "runtime_call.h"
+#include "slot_work.h"
+#include "struct_io.h"
+#include "workspace_retirement.h"
+
+namespace {
+
+constexpr size_t kStatsMinSize = offsetof(tf_retirement_stats, capacity) + sizeof(uint32_t);
+
+}  // namespace
+
+extern "C" {
+
+TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
+                                     void (*release)(void *resource, void *user_data),
+                                     void *user_data) {
+    static const char op[] = "tf_workspace_retire";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!release) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "release is NULL");
+        // A release may drop the last other handle of this runtime: keep the
+        // state alive until the call is over.
+        std::shared_ptr<tf::RuntimeState> keep = rt->state;
+        const int slot = tf::handle_slot(rt);
+        return tf::with_slot_stream(op, state, slot, [&](CUstream stream) {
+            return state.retirements().retire(state.api(), op, state.slot_count(),
+                                              state.options().retirement_capacity, slot, stream,
+                                              tf::Retirement{resource, release, user_data});
+        });
+    });
+}
+
+TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
+    static const char op[] = "tf_workspace_poll";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        std::shared_ptr<tf::RuntimeState> keep = rt->state;
+        tf::ContextScope scope;
+        tf_status st = scope.enter(state.api(), state.context(), op);
+        if (st != TF_OK) return st;
+        CUresult r = state.retirements().poll(state.api(), op);
+        return r == CUDA_SUCCESS ? TF_OK : tf::fail_cuda(state.api(), op, "cuStreamSynchronize", r);
+    });
+}
+
+TF_API void tf_retirement_stats_init(tf_retirement_stats *stats) {
+    if (!stats) return;
+    std::memset(stats, 0, sizeof *stats);
+    stats->struct_size = sizeof *stats;
+}
+
+TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *out) {
+    static const char op[] = "tf_workspace_stats";
+    return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
+        if (out->struct_size < kStatsMinSize)
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+                           "out->struct_size %u is too small; call tf_retirement_stats_init first",
+                           static_cast<unsigned>(out->struct_size));
+        tf::copy_out_sized(out, state.retirements().stats(state.options().retirement_capacity));
+        return TF_OK;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,50 @@
+#include "nvrtc_library.h"
+
+#include "error.h"
+#include "vendor_library.h"
+
+namespace tf {
+namespace {
+
+LoadedVendor<NvrtcApi> load_once() {
+    static const char *const kSonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", nullptr};
+    LoadedVendor<NvrtcApi> r{};
+    r.lib = open_vendor_library({"NVRTC", kNvrtcPathEnv, kSonames});
+    if (r.lib.status != TF_OK) return r;
+    void *h = r.lib.handle;
+#define TF_NVRTC_REQUIRE(member, name) \
+    if (!resolve_symbol(h, name, &r.api.member)) refuse_missing_symbol(&r.lib, "NVRTC", name)
+    TF_NVRTC_REQUIRE(error_string, "nvrtcGetErrorString");
+    TF_NVRTC_REQUIRE(create, "nvrtcCreateProgram");
+    TF_NVRTC_REQUIRE(destroy, "nvrtcDestroyProgram");
+    TF_NVRTC_REQUIRE(compile, "nvrtcCompileProgram");
+    TF_NVRTC_REQUIRE(log_size, "nvrtcGetProgramLogSize");
+    TF_NVRTC_REQUIRE(log, "nvrtcGetProgramLog");
+    TF_NVRTC_REQUIRE(ptx_size, "nvrtcGetPTXSize");
+    TF_NVRTC_REQUIRE(ptx, "nvrtcGetPTX");
+    TF_NVRTC_REQUIRE(cubin_size, "nvrtcGetCUBINSize");
+    TF_NVRTC_REQUIRE(cubin, "nvrtcGetCUBIN");
+#undef TF_NVRTC_REQUIRE
+    return r;
+}
+
+const LoadedVendor<NvrtcApi> &loaded() {
+    static const LoadedVendor<NvrtcApi> result = load_once();  // thread-safe, trivially destructible
+    return result;
+}
+
+}  // namespace
+
+const NvrtcApi *load_nvrtc(const char *op) { return loaded().require(op); }
+
+bool nvrtc_loadable() { return loaded().lib.status == TF_OK; }
+
+tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *op, const char *call,
+                     nvrtcResult r) {
+    const char *name = api.error_string(r);
+    return fail(status, op, call, TF_CODE_NVRTC, static_cast<int32_t>(r),
+                "NVRTC %s failed: %s (%d)", call, name ? name : "NVRTC result",
+                static_cast<int>(r));
+}
+
+}  // namespace tf

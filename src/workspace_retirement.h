@@ -1,0 +1,94 @@
+// Deferred release of workspaces behind CUDA events (tf_workspace_retire).
+//
+// A retirement records an event on its slot's stream and queues
+// (resource, release) behind it; the release runs once the event reports
+// completion.  The event is the completion witness a stream barrier would
+// otherwise give, so a resource is never released while work queued before
+// its retirement may still use it:
+//  - events on one stream complete in order, so each slot's queue is polled
+//    from its front and polling stops at the first event not yet reached;
+//  - a full queue, or an event that cannot be created or recorded, falls back
+//    to waiting for the stream; a failed event query falls back to waiting
+//    for the entry's stream; when that wait fails too the resource leaks
+//    (counted), it is never released early;
+//  - releases run outside the queue lock, so they may call the library.
+//
+// One queue per runtime, under its own mutex: retirement is not on the
+// enqueue hot path, and a per-runtime bound is what the options describe.
+// Events are pooled: a completed entry's event is reused by the next
+// retirement, so steady state creates none.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "driver_api.h"
+#include "tenferro_gpu.h"
+
+namespace tf {
+
+struct Retirement {
+    void *resource;
+    void (*release)(void *resource, void *user_data);
+    void *user_data;
+};
+
+class RetirementQueue {
+public:
+    RetirementQueue() = default;
+    RetirementQueue(const RetirementQueue &) = delete;
+    RetirementQueue &operator=(const RetirementQueue &) = delete;
+
+    // Queues `r` behind an event on `stream` (the caller's slot `slot` of
+    // `slot_count`), after running the releases the device has passed.  The
+    // primary context is current.  Returns TF_OK when queued or released by
+    // the barrier fallback; the barrier's failure (the resource leaked)
+    // otherwise.
+    tf_status retire(const DriverApi &api, const char *op, int slot_count, uint32_t capacity,
+                     int slot, CUstream stream, const Retirement &r);
+
+    // Runs the releases of every retirement the device has passed, on every
+    // slot, without waiting.  The primary context is current.  Returns
+    // CUDA_SUCCESS, or the first failed wait of a retirement whose event
+    // query failed (that resource leaked; each such leak is logged).
+    CUresult poll(const DriverApi &api, const char *op);
+
+    // Teardown after every stream was synchronized: runs every pending
+    // release and destroys the pooled events.  The primary context is current.
+    void release_all(const DriverApi &api);
+
+    tf_retirement_stats stats(uint32_t capacity) const;
+
+private:
+    struct Entry {
+        Retirement r;
+        CUevent event;
+        CUstream stream;
+    };
+    // Work found under the lock, done after it: releases to run, entries whose
+    // event query failed (to resolve by waiting for their stream).
+    struct Found {
+        std::vector<Entry> done;
+        std::vector<Entry> failed;
+    };
+
+    void collect_locked(const DriverApi &api, Found *found);
+    CUevent take_event_locked(const DriverApi &api);
+    CUresult finish(const DriverApi &api, const char *op, Found *found);
+    tf_status barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
+                               const Retirement &r);
+
+    mutable std::mutex mutex_;
+    std::vector<std::deque<Entry>> slots_;  // per slot, oldest first
+    std::vector<CUevent> pool_;             // recorded-and-passed events, reusable
+    tf_retirement_stats stats_{};
+};
+
+// Runs a caller's release; a C++ exception it throws is logged and dropped.
+void run_release(const char *op, const Retirement &r);
+
+}  // namespace tf

@@ -1,0 +1,487 @@
+/* tf_workspace_retire: a release runs once the slot's stream passed the
+ * event recorded at retirement (found by later retirements, polls and syncs,
+ * drained at teardown), in retirement order, with the primary context
+ * current; a full queue or a failed event falls back to a barrier; what
+ * cannot be proven done is leaked and counted, never released early. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/raw_memory.h"
+#include "support/test_support.h"
+
+enum { MAX_RELEASES = 4096 };
+
+static struct {
+    pthread_mutex_t lock;
+    int order[MAX_RELEASES];
+    int count;
+    int wrong_context;
+    void *primary;
+} g = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, NULL};
+
+static void reset_releases(tf_runtime *rt) {
+    g.count = 0;
+    g.wrong_context = 0;
+    assert_ok(tf_runtime_primary_context(rt, &g.primary));
+}
+
+static void release(void *resource, void *user_data) {
+    (void)user_data;
+    pthread_mutex_lock(&g.lock);
+    if (g.count < MAX_RELEASES) g.order[g.count] = (int)(intptr_t)resource;
+    g.count++;
+    if (raw_current_context() != g.primary) g.wrong_context++;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static tf_retirement_stats stats(tf_runtime *rt) {
+    tf_retirement_stats s;
+    tf_retirement_stats_init(&s);
+    assert_ok(tf_workspace_stats(rt, &s));
+    return s;
+}
+
+static tf_runtime *runtime_with_capacity(uint32_t capacity) {
+    tf_runtime *rt = NULL;
+    tf_runtime_options o;
+    tf_runtime_options_init(&o);
+    o.retirement_capacity = capacity;
+    assert_ok(tf_runtime_new_with_options(0, &o, &rt));
+    return rt;
+}
+
+static void retire(tf_runtime *rt, int id) {
+    assert_ok(tf_workspace_retire(rt, (void *)(intptr_t)id, release, NULL));
+}
+
+/* A runtime with retirements 1..n queued behind events the double keeps
+ * pending (until tfd_complete_all, a sync, or async pending goes off). */
+static tf_runtime *runtime_with_pending(int n) {
+    tf_runtime *rt = new_runtime();
+    int i;
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    for (i = 1; i <= n; ++i) retire(rt, i);
+    return rt;
+}
+
+static void released_once_the_stream_passed_it(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *other = raw_create_context();
+    tf_retirement_stats s;
+    int i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    reset_releases(rt);
+    raw_set_current_context(other);
+    tfd()->tfd_set_async_pending(1);
+    for (i = 1; i <= 3; ++i) retire(rt, i);
+    assert_int_equal(g.count, 0);
+    assert_ok(tf_workspace_poll(rt));
+    assert_int_equal(g.count, 0); /* not reached yet */
+    s = stats(rt);
+    assert_int_equal(s.deferred, 3);
+    assert_int_equal(s.in_flight, 3);
+    assert_int_equal(s.released, 0);
+    assert_int_equal(s.capacity, TF_DEFAULT_RETIREMENT_CAPACITY);
+    tfd()->tfd_complete_all();
+    assert_ok(tf_workspace_poll(rt));
+    assert_int_equal(g.count, 3);
+    for (i = 0; i < 3; ++i) assert_int_equal(g.order[i], i + 1);
+    assert_int_equal(g.wrong_context, 0);
+    assert_ptr_equal(raw_current_context(), other);
+    s = stats(rt);
+    assert_int_equal(s.released, 3);
+    assert_int_equal(s.in_flight, 0);
+    assert_int_equal(s.max_in_flight, 3);
+    assert_int_equal(s.barrier_fallbacks, 0);
+    assert_int_equal(s.leaked, 0);
+    tfd()->tfd_set_async_pending(0);
+    raw_set_current_context(NULL);
+    raw_destroy_context(other);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void sync_runs_what_it_waited_for(void **state) {
+    tf_runtime *rt;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = runtime_with_pending(2);
+    assert_int_equal(g.count, 0);
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(g.count, 2);
+    assert_int_equal(stats(rt).in_flight, 0);
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Steady state creates no events: completed ones are reused. */
+static void events_are_pooled(void **state) {
+    tf_runtime *rt = new_runtime();
+    long events;
+    int i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    reset_releases(rt);
+    retire(rt, 1);
+    events = tfd()->tfd_live(TFD_EVENTS);
+    for (i = 2; i <= 50; ++i) retire(rt, i); /* each finds the previous one done */
+    assert_int_equal(tfd()->tfd_calls("cuEventCreate"), 1);
+    assert_int_equal(tfd()->tfd_live(TFD_EVENTS), events);
+    assert_int_equal(g.count, 49);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 50);
+    assert_int_equal(tfd()->tfd_live(TFD_EVENTS), events - 1);
+}
+
+static void full_queue_waits_for_the_stream(void **state) {
+    tf_runtime *rt = runtime_with_capacity(2);
+    tf_retirement_stats s;
+    (void)state;
+    REQUIRE_DOUBLE();
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    retire(rt, 1);
+    retire(rt, 2);
+    assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 0);
+    /* Full: waits for the stream, which also passed 1 and 2; they are
+     * released first, then 3, before the call returns. */
+    retire(rt, 3);
+    assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 1);
+    assert_int_equal(g.count, 3);
+    assert_int_equal(g.order[0], 1);
+    assert_int_equal(g.order[1], 2);
+    assert_int_equal(g.order[2], 3);
+    s = stats(rt);
+    assert_int_equal(s.barrier_fallbacks, 1);
+    assert_int_equal(s.deferred, 2);
+    assert_int_equal(s.in_flight, 0);
+    assert_int_equal(s.released, 3);
+    assert_int_equal(s.capacity, 2);
+    retire(rt, 4); /* room again: queued */
+    assert_int_equal(g.count, 3);
+    assert_int_equal(stats(rt).in_flight, 1);
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 4);
+}
+
+static void check_event_fallback(const char *entry) {
+    tf_runtime *rt = new_runtime();
+    tf_retirement_stats s;
+    long events;
+    reset_releases(rt);
+    retire(rt, 1); /* makes the stream */
+    assert_ok(tf_workspace_poll(rt));
+    assert_ok(tf_runtime_sync(rt)); /* 1 released, its event pooled */
+    assert_int_equal(g.count, 1);
+    events = tfd()->tfd_live(TFD_EVENTS);
+    INJECT(entry, 1, CUDA_ERROR_INVALID_VALUE, 1);
+    if (strcmp(entry, "cuEventCreate") == 0) {
+        /* a pooled event exists: use it up so that a new one is needed */
+        tfd()->tfd_set_async_pending(1);
+        retire(rt, 2);
+        tfd()->tfd_set_async_pending(0);
+    }
+    retire(rt, 3); /* falls back to waiting: released before it returns */
+    assert_int_equal(g.order[g.count - 1], 3);
+    s = stats(rt);
+    assert_int_equal(s.barrier_fallbacks, 1);
+    assert_int_equal(s.leaked, 0);
+    assert_null(raw_current_context());
+    assert_int_equal(tf_last_error_status(), TF_OK); /* swallowed: the call succeeded */
+    if (strcmp(entry, "cuEventRecord") == 0) /* a failed record is not reused */
+        assert_int_equal(tfd()->tfd_live(TFD_EVENTS), events - 1);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void event_creation_failure_falls_back(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    check_event_fallback("cuEventCreate");
+}
+
+static void event_record_failure_falls_back(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    check_event_fallback("cuEventRecord");
+}
+
+static void failed_barrier_leaks_and_reports(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *other = raw_create_context();
+    tf_retirement_stats s;
+    (void)state;
+    REQUIRE_DOUBLE();
+    reset_releases(rt);
+    retire(rt, 1);
+    raw_set_current_context(other);
+    INJECT("cuEventRecord", 1, CUDA_ERROR_INVALID_VALUE, 1);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_workspace_retire(rt, (void *)2, release, NULL), TF_ERROR_CUDA,
+                   "tf_workspace_retire", "cuStreamSynchronize failed", "CUDA_ERROR_UNKNOWN (999)");
+    assert_ptr_equal(raw_current_context(), other);
+    assert_int_equal(g.count, 1); /* 2 never runs */
+    s = stats(rt);
+    assert_int_equal(s.leaked, 1);
+    assert_int_equal(s.barrier_fallbacks, 1);
+    assert_int_equal(s.released, 1);
+    raw_set_current_context(NULL);
+    raw_destroy_context(other);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 1);
+}
+
+static void failed_query_waits_for_the_stream(void **state) {
+    tf_runtime *rt;
+    tf_retirement_stats s;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = runtime_with_pending(1);
+    INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
+    assert_ok(tf_workspace_poll(rt));
+    assert_int_equal(g.count, 1);
+    s = stats(rt);
+    assert_int_equal(s.barrier_fallbacks, 1);
+    assert_int_equal(s.released, 1);
+    assert_int_equal(s.in_flight, 0);
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_query_and_wait_leak(void **state) {
+    tf_runtime *rt;
+    tf_retirement_stats s;
+    const char *warnings;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = runtime_with_pending(1);
+    INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    log_capture_start();
+    assert_failure(tf_workspace_poll(rt), TF_ERROR_CUDA, "tf_workspace_poll",
+                   "cuStreamSynchronize failed");
+    warnings = log_capture_stop();
+    assert_non_null(strstr(warnings, "leaking retired resource 0x1"));
+    assert_int_equal(g.count, 0);
+    s = stats(rt);
+    assert_int_equal(s.leaked, 1);
+    assert_int_equal(s.in_flight, 0);
+    assert_null(raw_current_context());
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 0);
+}
+
+/* The last release runs what is pending, in order, before the slot
+ * resources and streams go; with the primary context current. */
+static void teardown_drains_in_order(void **state) {
+    tf_runtime *rt;
+    void *other;
+    int i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = runtime_with_pending(5);
+    other = raw_create_context();
+    raw_set_current_context(other);
+    assert_int_equal(g.count, 0);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 5);
+    for (i = 0; i < 5; ++i) assert_int_equal(g.order[i], i + 1);
+    assert_int_equal(g.wrong_context, 0);
+    assert_ptr_equal(raw_current_context(), other);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS), 0);
+    tfd()->tfd_set_async_pending(0);
+    raw_set_current_context(NULL);
+    raw_destroy_context(other);
+}
+
+static void teardown_without_proof_leaks(void **state) {
+    tf_runtime *rt;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = runtime_with_pending(1);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    log_capture_stop();
+    assert_int_equal(g.count, 0);
+    tfd()->tfd_set_async_pending(0);
+}
+
+static void bad_arguments(void **state) {
+    tf_runtime *rt = new_runtime();
+    tf_retirement_stats s;
+    (void)state;
+    assert_failure(tf_workspace_retire(rt, NULL, NULL, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_workspace_retire", "release is NULL");
+    assert_failure(tf_workspace_retire(NULL, NULL, release, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_workspace_retire", "NULL");
+    assert_failure(tf_workspace_poll(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_poll",
+                   "NULL");
+    assert_failure(tf_workspace_stats(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_workspace_stats", "out is NULL");
+    memset(&s, 0, sizeof s);
+    assert_failure(tf_workspace_stats(rt, &s), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_stats",
+                   "struct_size 0 is too small");
+    tf_retirement_stats_init(NULL);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* A release may call the library, even retire again. */
+struct nested {
+    tf_runtime *rt;
+    tf_status status;
+};
+
+static void retire_again(void *resource, void *user_data) {
+    struct nested *n = user_data;
+    (void)resource;
+    n->status = tf_workspace_retire(n->rt, (void *)99, release, NULL);
+}
+
+static void release_may_call_the_library(void **state) {
+    tf_runtime *rt = new_runtime();
+    struct nested n;
+    (void)state;
+    reset_releases(rt);
+    n.rt = rt;
+    n.status = -1;
+    assert_ok(tf_workspace_retire(rt, NULL, retire_again, &n));
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(n.status, TF_OK);
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(g.count, 1);
+    assert_int_equal(g.order[0], 99);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* On any driver: releases follow retirement order, and each runs only once
+ * the work queued before its retirement is done.  Before retirement i the
+ * slot stream uploads pattern i into buffer i; release i reads the buffer
+ * with a copy ordered with no slot stream, so it would see old data if it
+ * ran before the stream passed the upload. */
+enum { ORDER_N = 16, ORDER_WORDS = 256 << 10 };
+
+struct ordered {
+    uint64_t buffer[ORDER_N];
+    uint32_t *pattern[ORDER_N];
+    uint32_t *seen;
+    int mismatches;
+};
+
+static struct ordered *g_ordered;
+
+static void release_and_check(void *resource, void *user_data) {
+    int i = (int)(intptr_t)resource - 1, w;
+    (void)user_data;
+    dev_read_unordered(g_ordered->seen, g_ordered->buffer[i], (size_t)ORDER_WORDS * 4);
+    for (w = 0; w < ORDER_WORDS; ++w)
+        if (g_ordered->seen[w] != g_ordered->pattern[i][w]) {
+            g_ordered->mismatches++;
+            break;
+        }
+    release(resource, NULL);
+}
+
+static void retirement_order_on_one_slot(void **state) {
+    tf_runtime *rt = new_runtime();
+    struct ordered o;
+    tf_retirement_stats s;
+    int i, w;
+    (void)state;
+    reset_releases(rt);
+    memset(&o, 0, sizeof o);
+    g_ordered = &o;
+    o.seen = malloc((size_t)ORDER_WORDS * 4);
+    for (i = 0; i < ORDER_N; ++i) {
+        o.pattern[i] = malloc((size_t)ORDER_WORDS * 4);
+        for (w = 0; w < ORDER_WORDS; ++w) o.pattern[i][w] = (uint32_t)(i * 7919 + w) | 1u;
+        o.buffer[i] = dev_alloc(rt, (size_t)ORDER_WORDS * 4);
+    }
+    for (i = 0; i < ORDER_N; ++i) {
+        dev_upload_async(rt, o.buffer[i], o.pattern[i], (size_t)ORDER_WORDS * 4);
+        assert_ok(tf_workspace_retire(rt, (void *)(intptr_t)(i + 1), release_and_check, NULL));
+    }
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(g.count, ORDER_N);
+    for (i = 0; i < ORDER_N; ++i) assert_int_equal(g.order[i], i + 1);
+    assert_int_equal(o.mismatches, 0);
+    assert_int_equal(g.wrong_context, 0);
+    s = stats(rt);
+    assert_int_equal(s.released, ORDER_N);
+    assert_int_equal(s.in_flight, 0);
+    assert_int_equal(s.leaked, 0);
+    assert_int_equal(s.deferred + s.barrier_fallbacks, ORDER_N);
+    assert_null(raw_current_context());
+    for (i = 0; i < ORDER_N; ++i) {
+        dev_free(rt, o.buffer[i]);
+        free(o.pattern[i]);
+    }
+    free(o.seen);
+    assert_ok(tf_runtime_release(rt));
+}
+
+struct worker {
+    tf_runtime *rt;
+};
+
+static void *retire_many(void *arg) {
+    struct worker *w = arg;
+    int i;
+    for (i = 0; i < 200; ++i) {
+        tf_workspace_retire(w->rt, (void *)(intptr_t)(i + 1), release, NULL);
+        if (i % 50 == 49) tf_workspace_poll(w->rt);
+    }
+    tf_runtime_sync(w->rt);
+    return NULL;
+}
+
+static void threads_retire_concurrently(void **state) {
+    enum { T = 4 };
+    tf_runtime *rt = new_runtime_with_slots(T);
+    pthread_t th[T];
+    struct worker w[T];
+    tf_retirement_stats s;
+    int i;
+    (void)state;
+    reset_releases(rt);
+    for (i = 0; i < T; ++i) {
+        assert_ok(tf_runtime_bind_slot(rt, i, &w[i].rt));
+        pthread_create(&th[i], NULL, retire_many, &w[i]);
+    }
+    for (i = 0; i < T; ++i) pthread_join(th[i], NULL);
+    for (i = 0; i < T; ++i) {
+        assert_ok(tf_runtime_sync(w[i].rt));
+        assert_ok(tf_runtime_release(w[i].rt));
+    }
+    s = stats(rt);
+    assert_int_equal(s.released + s.in_flight, T * 200);
+    assert_int_equal(s.leaked, 0);
+    assert_int_equal(s.in_flight, 0);
+    assert_int_equal(g.count, T * 200);
+    assert_int_equal(g.wrong_context, 0);
+    assert_ok(tf_runtime_release(rt));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(released_once_the_stream_passed_it, test_reset),
+        cmocka_unit_test_setup(sync_runs_what_it_waited_for, test_reset),
+        cmocka_unit_test_setup(events_are_pooled, test_reset),
+        cmocka_unit_test_setup(full_queue_waits_for_the_stream, test_reset),
+        cmocka_unit_test_setup(event_creation_failure_falls_back, test_reset),
+        cmocka_unit_test_setup(event_record_failure_falls_back, test_reset),
+        cmocka_unit_test_setup(failed_barrier_leaks_and_reports, test_reset),
+        cmocka_unit_test_setup(failed_query_waits_for_the_stream, test_reset),
+        cmocka_unit_test_setup(failed_query_and_wait_leak, test_reset),
+        cmocka_unit_test_setup(teardown_drains_in_order, test_reset),
+        cmocka_unit_test_setup(teardown_without_proof_leaks, test_reset),
+        cmocka_unit_test_setup(bad_arguments, test_reset),
+        cmocka_unit_test_setup(release_may_call_the_library, test_reset),
+        cmocka_unit_test_setup(retirement_order_on_one_slot, test_reset),
+        cmocka_unit_test_setup(threads_retire_concurrently, test_reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
