@@ -2,6 +2,8 @@
 
 namespace tf {
 
-void release_slot_resources(const DriverApi &, SlotResources &) {}
+void release_slot_resources(const DriverApi &api, SlotResources &resources) {
+    release_transfer_slot(api, resources.transfer);
+}
 
 }  // namespace tf

@@ -6,10 +6,12 @@
 #pragma once
 
 #include "driver_api.h"
+#include "transfer_slot.h"
 
 namespace tf {
 
 struct SlotResources {
+    TransferSlot transfer;  // scalar and bulk download staging
 };
 
 // Releases what `resources` holds.  The runtime's primary context is current
