@@ -207,7 +207,8 @@ void scalar_rows(Bench &b) {
     bench::report("check_range", "cost of cuMemGetAddressRange (every transfer's address check)",
                   range, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
                   range <= 0.025 * raw_scalar);
-    bench::report("check_device", "cost of cuPointerGetAttribute(DEVICE_ORDINAL) (same check)",
+    bench::report("check_device",
+                  "cost of cuPointerGetAttribute(DEVICE_ORDINAL) (the check, several devices)",
                   device, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
                   device <= 0.025 * raw_scalar);
     bench::report("check_host_kind",

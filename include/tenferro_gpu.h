@@ -616,10 +616,11 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  * Device memory is named by its address, a CUdeviceptr passed as uint64_t.
  *
  * Checked addresses.  Before anything is queued, every device address a
- * caller passes is looked up (cuMemGetAddressRange, then the allocation's
- * device with cuPointerGetAttribute): it must lie in a live allocation of the
- * runtime's device, and the whole range [address, address + len) must fit in
- * that one allocation.  An address that is not device memory, a range that
+ * caller passes is looked up (cuMemGetAddressRange; where the process sees
+ * more than one device, also the allocation's device with
+ * cuPointerGetAttribute): it must lie in a live allocation of the runtime's
+ * device, and the whole range [address, address + len) must fit in that one
+ * allocation.  An address that is not device memory, a range that
  * crosses the end of its allocation, or memory of another device is
  * TF_ERROR_INVALID_ARGUMENT; then nothing was queued and nothing written.
  * The message names the check and, where the driver answered, its code.
@@ -640,7 +641,8 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  * Thread safety: all of these may be called from any number of threads at
  * once.  Calls on one stream slot serialize on that slot's lock only where
  * they use the slot's staging (tf_download_scalar(), and tf_download() into
- * pageable memory); calls on different slots never wait for each other.
+ * pageable memory); calls on different slots never wait for each other's
+ * lock, though concurrent bulk downloads share the runtime's copy threads.
  * @{
  */
 

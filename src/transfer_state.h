@@ -27,6 +27,9 @@ public:
     // Whether the device has memory pools and the driver cuMemAllocAsync:
     // -1 not asked yet, else 0 or 1.
     std::atomic<int> memory_pools{-1};
+    // Devices the process sees (cuDeviceGetCount), -1 until asked.  With
+    // one, no address can belong to another device.
+    std::atomic<int> device_count{-1};
     // Bit d: peer access to device d was set up (or refused) once.
     std::atomic<uint64_t> peers_tried{0};
 

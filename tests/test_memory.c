@@ -296,7 +296,7 @@ static void upload_failures_are_reported(void **state) {
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_failure(tf_upload(rt, pin, d, 64), TF_ERROR_CUDA, "tf_upload",
                    "cuStreamSynchronize failed");
-    INJECT("cuPointerGetAttribute", 2, CUDA_ERROR_UNKNOWN, 1); /* the kind of src */
+    INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1); /* the kind of src */
     assert_failure(tf_upload(rt, src, d, 64), TF_ERROR_CUDA, "tf_upload",
                    "cuPointerGetAttribute failed");
     INJECT("cuMemGetAddressRange", 1, CUDA_ERROR_UNKNOWN, 1);
