@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -135,24 +136,33 @@ void CopyPool::wait_done(const std::atomic<unsigned> &left) {
 
 void CopyPool::copy(void *dst, const void *src, size_t n, unsigned ways) {
     if (ways > count_ + 1) ways = count_ + 1;
-    size_t piece = (n + ways - 1) / (ways ? ways : 1);
-    piece = (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-    if (ways <= 1 || piece >= n) {
-        std::memcpy(dst, src, n);
-        return;
-    }
-    const unsigned pieces = static_cast<unsigned>((n + piece - 1) / piece);
-    Piece local[TF_MAX_DOWNLOAD_THREADS];
-    std::atomic<unsigned> left{pieces - 1};
     char *d = static_cast<char *>(dst);
     const char *s = static_cast<const char *>(src);
-    for (unsigned i = 1; i < pieces; ++i) {
-        size_t off = i * piece;
-        local[i] = Piece{i + 1 < pieces ? &local[i + 1] : nullptr, d + off, s + off,
-                         n - off < piece ? n - off : piece, &left};
+    // Cut at page boundaries of dst, so that no page (and no cache line) of
+    // the destination is written, or faulted in, by two threads.
+    const uintptr_t base = reinterpret_cast<uintptr_t>(d);
+    const size_t piece = ((n + ways - 1) / (ways ? ways : 1) + kPieceAlign - 1) / kPieceAlign *
+                         kPieceAlign;
+    Piece local[TF_MAX_DOWNLOAD_THREADS];
+    std::atomic<unsigned> left{0};
+    unsigned pieces = 0;
+    for (size_t start = 0; start < n && pieces < ways; ++pieces) {
+        size_t end = n;
+        if (pieces + 1 < ways) {
+            const uintptr_t cut = (base + start + piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+            end = std::min(n, static_cast<size_t>(cut - base));
+        }
+        local[pieces] = Piece{nullptr, d + start, s + start, end - start, &left};
+        if (pieces) local[pieces - 1].next = &local[pieces];
+        start = end;
     }
+    if (pieces <= 1) {
+        std::memcpy(d, s, n);
+        return;
+    }
+    left.store(pieces - 1, std::memory_order_relaxed);
     post(&local[1], &local[pieces - 1], pieces - 1);
-    std::memcpy(d, s, piece);
+    std::memcpy(local[0].dst, local[0].src, local[0].len);
     // Help with whatever is queued (ours or another download's) until our
     // pieces are done; once the queue is empty ours are all running.
     while (left.load(std::memory_order_acquire) != 0) {
