@@ -64,6 +64,17 @@ static void alloc_without_pools_is_plain(void **state) {
     assert_int_equal(logged("cuMemAlloc"), 1);
     assert_int_equal(logged("cuMemFree"), 1);
     assert_int_equal(logged("cuMemAllocAsync") + logged("cuMemFreeAsync"), 0);
+    p = 77;
+    INJECT("cuMemAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    assert_failure(tf_alloc(rt, 8, &p), TF_ERROR_OUT_OF_MEMORY, "tf_alloc", "cuMemAlloc failed");
+    assert_int_equal(p, 77);
+    assert_ok(tf_alloc(rt, 8, &p));
+    INJECT("cuMemFree", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_free(rt, p), TF_ERROR_CUDA, "tf_free", "cuMemFree failed", "(999)");
+    assert_failure(tf_free(rt, p + 1), TF_ERROR_INVALID_ARGUMENT, "tf_free",
+                   "is not the start of an allocation (cuMemFree answered");
+    assert_ok(tf_free(rt, p));
+    assert_null(raw_current_context());
     assert_ok(tf_runtime_release(rt));
 }
 
