@@ -84,21 +84,29 @@ struct RawDriver {
     PFN_cuStreamSynchronize_v2000 stream_sync;
 };
 
-inline RawDriver load_raw_driver() {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        std::fprintf(stderr, "bench: no CUDA driver: %s\n", dlerror());
-        std::exit(1);
-    }
-    auto gpa = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(h, "cuGetProcAddress_v2"));
-    RawDriver d{};
-    auto get = [&](const char *name, int version, void *slot) {
-        void **p = static_cast<void **>(slot);
-        if (gpa(name, p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, nullptr) != CUDA_SUCCESS || !*p) {
-            std::fprintf(stderr, "bench: driver lacks %s\n", name);
+// Stores entry point `name` of CUDA ABI `version` of libcuda.so.1 (the
+// driver the library loads too) into *slot, a function pointer; exits if
+// the driver lacks it.
+inline void driver_entry(const char *name, int version, void *slot) {
+    static PFN_cuGetProcAddress_v12000 gpa = [] {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            std::fprintf(stderr, "bench: no CUDA driver: %s\n", dlerror());
             std::exit(1);
         }
-    };
+        return reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(h, "cuGetProcAddress_v2"));
+    }();
+    void **p = static_cast<void **>(slot);
+    if (!gpa || gpa(name, p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, nullptr) != CUDA_SUCCESS ||
+        !*p) {
+        std::fprintf(stderr, "bench: driver lacks %s\n", name);
+        std::exit(1);
+    }
+}
+
+inline RawDriver load_raw_driver() {
+    RawDriver d{};
+    auto get = driver_entry;
     get("cuInit", 2000, &d.init);
     get("cuDeviceGet", 2000, &d.device_get);
     get("cuDevicePrimaryCtxRetain", 7000, &d.primary_retain);

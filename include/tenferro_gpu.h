@@ -525,6 +525,16 @@ typedef struct tf_runtime tf_runtime;
 #define TF_DEFAULT_RETIREMENT_CAPACITY 1024
 /** Largest accepted retirement queue bound. */
 #define TF_MAX_RETIREMENT_CAPACITY 1048576
+/** Default of tf_runtime_options::download_threads (0 selects it). */
+#define TF_DEFAULT_DOWNLOAD_THREADS 8
+/** Largest accepted tf_runtime_options::download_threads. */
+#define TF_MAX_DOWNLOAD_THREADS 64
+/** Default of tf_runtime_options::download_chunk_bytes (0 selects it). */
+#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t)8 << 20)
+/** Smallest accepted tf_runtime_options::download_chunk_bytes. */
+#define TF_MIN_DOWNLOAD_CHUNK_BYTES ((uint32_t)64 << 10)
+/** Largest accepted tf_runtime_options::download_chunk_bytes. */
+#define TF_MAX_DOWNLOAD_CHUNK_BYTES ((uint32_t)256 << 20)
 
 /** Options of tf_runtime_new_with_options(). */
 typedef struct tf_runtime_options {
@@ -542,6 +552,19 @@ typedef struct tf_runtime_options {
     uint32_t retirement_capacity;
     /** Reserved; must be 0. */
     uint32_t flags;
+    /** Host threads that copy a bulk download into pageable memory (see
+     * tf_download()), the calling thread included,
+     * 1 .. TF_MAX_DOWNLOAD_THREADS; 0 picks TF_DEFAULT_DOWNLOAD_THREADS, or
+     * the number of CPUs the process may run on if that is smaller.  The
+     * other threads are started at the runtime's first such download and
+     * joined when the runtime is torn down. */
+    uint32_t download_threads;
+    /** Bytes of each of the two page-locked staging buffers a stream slot
+     * uses for bulk downloads into pageable memory: a multiple of 4096 in
+     * TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES; 0 picks
+     * TF_DEFAULT_DOWNLOAD_CHUNK_BYTES.  Allocated at the slot's first such
+     * download, freed at teardown. */
+    uint32_t download_chunk_bytes;
 } tf_runtime_options;
 
 /**
@@ -1385,6 +1408,219 @@ TF_API void tf_program_release(tf_program *program);
 /** @} */
 
 /* ==== Device memory and transfers ==== */
+
+/**
+ * @defgroup transfers Device memory and transfers
+ *
+ * Device memory is named by its address, a CUdeviceptr passed as uint64_t.
+ *
+ * Checked addresses.  Before anything is queued, every device address a
+ * caller passes is looked up (cuMemGetAddressRange; where the process sees
+ * more than one device, also the allocation's device with
+ * cuPointerGetAttribute): it must lie in a live allocation of the runtime's
+ * device, and the whole range [address, address + len) must fit in that one
+ * allocation.  An address that is not device memory, a range that
+ * crosses the end of its allocation, or memory of another device is
+ * TF_ERROR_INVALID_ARGUMENT; then nothing was queued and nothing written.
+ * The message names the check and, where the driver answered, its code.
+ * A length of 0 is accepted everywhere: it checks no pointer and does
+ * nothing.
+ *
+ * Ordering.  Work is queued on the calling thread's slot stream (the bound
+ * slot for a handle from tf_runtime_bind_slot()) after whatever is already
+ * queued there, so a transfer sees the results of earlier work on the same
+ * slot, the caller's own work on tf_runtime_stream() included.  Work on other
+ * slots is not waited for: finish it first (tf_runtime_sync() on that slot).
+ *
+ * Failure.  A failed download may leave its destination partly written,
+ * and the device may still be writing it: see tf_download().  Staging memory
+ * the device may still touch after a failure is leaked, never freed or
+ * reused; the next call allocates fresh staging.
+ *
+ * Thread safety: all of these may be called from any number of threads at
+ * once.  Calls on one stream slot serialize on that slot's lock only where
+ * they use the slot's staging (tf_download_scalar(), and tf_download() into
+ * pageable memory); calls on different slots never wait for each other's
+ * lock, though concurrent bulk downloads share the runtime's copy threads.
+ * @{
+ */
+
+/** Largest length tf_download_scalar() accepts: the widest scalar, a
+ * complex double. */
+#define TF_SCALAR_DOWNLOAD_MAX_BYTES 16
+
+/**
+ * Allocate @p bytes of device memory on the runtime's device, in order on
+ * the calling thread's slot stream.
+ *
+ * Where the device has memory pools (tf_runtime_supports() with
+ * TF_CAP_STREAM_ORDERED_ALLOC answers 1) the memory comes from the device's
+ * default pool (cuMemAllocAsync): work queued later on the same slot may use
+ * it at once; other slots, other runtimes and the host only after
+ * tf_runtime_sync() on this slot.  Otherwise it is a plain cuMemAlloc and
+ * usable everywhere on return.  Either way it is aligned for any type, as
+ * cuMemAlloc documents, and not initialized.
+ *
+ * @param bytes        size; 0 gives *out_ptr = 0 (no driver call), which
+ *                     every transfer accepts with length 0 and tf_free()
+ *                     ignores.
+ * @param[out] out_ptr the device address; release it with tf_free().
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_ptr);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (device memory
+ *         exhausted); TF_ERROR_RUNTIME_STATE (forked child);
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED (the driver lacks
+ *         cuMemAlloc); TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr);
+
+/**
+ * Free device memory that tf_alloc() returned (through any runtime of the
+ * same device), in order on the calling thread's slot stream: work queued
+ * earlier on this slot may still use it; work on other slots that uses it
+ * must be finished before.  With memory pools this is cuMemFreeAsync and
+ * returns at once; otherwise cuMemFree, which waits for the device.
+ *
+ * @param ptr  the address tf_alloc() returned; 0 is a no-op.  Freeing an
+ *             address twice is a bug the library reports only when the
+ *             driver notices it.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (@p ptr is not the start of an
+ *         allocation of the runtime's device); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
+
+/**
+ * Copy @p len bytes of host memory at @p src to device memory at @p dst, in
+ * order on the calling thread's slot stream.
+ *
+ * @p src may be reused or freed as soon as this returns: pageable memory is
+ * staged by the driver before it returns; page-locked memory (allocated or
+ * registered with CUDA) is copied directly, and then the call waits for the
+ * slot's stream to finish the copy.  Work queued later on the same slot sees
+ * the data; other slots, runtimes and the host see it after
+ * tf_runtime_sync() on this slot.
+ *
+ * @param src  host memory readable for @p len bytes.
+ * @param dst  device memory of the runtime's device (checked, see above).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p src, @p dst not device
+ *         memory of the runtime's device, the range crosses the end of its
+ *         allocation); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ *         On failure the device may still write @p dst's range.
+ */
+TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len);
+
+/**
+ * Copy @p len bytes from @p src to @p dst, both device memory of the
+ * runtime's device, in order on the calling thread's slot stream.  Returns
+ * once the copy is queued; work queued later on the slot sees the result.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (either address unchecked, see
+ *         above, or the two ranges overlap); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_copy(tf_runtime *rt, uint64_t src, uint64_t dst, size_t len);
+
+/**
+ * Whether a copy from @p src_rt's device to @p dst_rt's device runs
+ * directly (NVLink or PCIe peer-to-peer: the source device can access the
+ * destination's memory), which is what TF_CAP_PEER_COPY cannot say.  Always
+ * 1 when both runtimes are on the same device.  tf_peer_copy() works either
+ * way; without direct access the driver stages the copy through host
+ * memory.
+ *
+ * @param[out] out_available 1 or 0.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_NOT_SUPPORTED (the driver lacks cuDeviceCanAccessPeer);
+ *         TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
+                                        int32_t *out_available);
+
+/**
+ * Copy @p len bytes from device memory of @p src_rt's device to device
+ * memory of @p dst_rt's device, in order on the calling thread's slot stream
+ * of @p src_rt: after the work queued there.  Returns once the copy is
+ * queued.  @p dst_rt's streams do not wait for it: before work on them uses
+ * @p dst, call tf_runtime_sync(src_rt) from the same slot; and work queued on
+ * @p dst_rt that still uses @p dst must be finished before this call.
+ *
+ * When tf_peer_copy_available() says 1 for different devices, the first
+ * such copy enables peer access from @p src_rt's primary context to
+ * @p dst_rt's (cuCtxEnablePeerAccess, which stays enabled for that
+ * context); if the driver refuses, the copy still runs, staged, and a
+ * warning is logged.
+ *
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an address unchecked for
+ *         its runtime's device, see above); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ */
+TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_rt,
+                              uint64_t dst, size_t len);
+
+/**
+ * Read a small value (a scalar result, a flag) from device memory at @p src
+ * into @p out, after the work queued on the calling thread's slot.
+ *
+ * The bytes go through a page-locked staging buffer that belongs to the
+ * slot (allocated at the slot's first call, not write-combined, so the host
+ * reads it at full speed): an asynchronous copy on the slot's stream, then a
+ * wait for that stream only.  The cost is that of the raw driver copy plus
+ * the address check, one context check and the slot's lock.
+ *
+ * @param src  device memory of the runtime's device (checked, see above).
+ * @param out  host memory writable for @p len bytes; written only on TF_OK.
+ * @param len  0 .. TF_SCALAR_DOWNLOAD_MAX_BYTES.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, @p len over
+ *         TF_SCALAR_DOWNLOAD_MAX_BYTES, @p src unchecked);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (no page-locked
+ *         memory for the staging buffer); TF_ERROR_RUNTIME_STATE (forked
+ *         child, or the calling thread already holds the slot, from a
+ *         callback); TF_ERROR_DEVICE_FAULT (the wait reported a sticky
+ *         fault of earlier work); TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ *         After a failed copy or wait the slot's staging buffer is leaked
+ *         (the device may still write it) and the next call allocates
+ *         another.
+ */
+TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, size_t len);
+
+/**
+ * Copy @p len bytes of device memory at @p src into host memory at @p dst,
+ * after the work queued on the calling thread's slot.  When it returns
+ * TF_OK, @p dst holds the data.
+ *
+ * Page-locked destinations (allocated or registered with CUDA, detected with
+ * cuPointerGetAttribute) are written by the device directly.  Ordinary
+ * (pageable) destinations above 64 KiB are copied faster than the driver's
+ * own pageable path: the device copies chunks into the slot's two
+ * page-locked staging buffers while host threads copy the previous chunk out
+ * in parallel (tf_runtime_options::download_threads and
+ * ::download_chunk_bytes tune it).  Smaller pageable destinations use the
+ * driver's copy.  If the operating system refuses to start a copy thread,
+ * downloads use the threads that did start (at least the caller) and a
+ * warning is logged once.
+ *
+ * @param src  device memory of the runtime's device (checked, see above).
+ * @param dst  host memory writable for @p len bytes, not device memory.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p dst, @p dst is device
+ *         memory, @p src unchecked; nothing was written);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (no page-locked
+ *         memory for the staging buffers); TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ *
+ * On any other failure @p dst may be partly written, and for a page-locked
+ * @p dst the device may still be writing it: do not free or reuse @p dst
+ * until a later tf_runtime_sync() from the same slot returns TF_OK (the
+ * device is then done with it); if none does, leak it.  The library's host
+ * threads never touch @p dst after the call returns.
+ */
+TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len);
+
+/** @} */
 
 #ifdef __cplusplus
 }

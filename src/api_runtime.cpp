@@ -6,6 +6,7 @@
 #include "runtime_handle.h"
 #include "runtime_state.h"
 #include "struct_io.h"
+#include "transfer_options.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ tf_status read_options(const char *op, const tf_runtime_options *in, tf::Runtime
     out->stream_slots = opts.stream_slots;
     out->cublas_workspace_bytes = opts.cublas_workspace_bytes;
     out->retirement_capacity = opts.retirement_capacity;
-    return TF_OK;
+    return tf::read_transfer_options(op, opts, out);
 }
 
 #define TF_REQUIRE_OUT(op, ptr) \

@@ -1,6 +1,7 @@
 // tf_runtime_supports: which capabilities this runtime offers.
 #include "cublas_library.h"
 #include "nvrtc_library.h"
+#include "memory_pools.h"
 #include "runtime_call.h"
 
 namespace {
@@ -18,6 +19,11 @@ bool supports(const tf::RuntimeState &state, int32_t capability) {
         case TF_CAP_SAME_DEVICE_COPY: return api.cuMemcpyDtoDAsync != nullptr;
         // Depends on the pair of devices: asked per pair, never here.
         case TF_CAP_PEER_COPY: return false;
+        case TF_CAP_STREAM_ORDERED_ALLOC: {
+            bool pools = false;  // a failed query answers "no"
+            return tf::memory_pools_supported(state, "tf_runtime_supports", &pools) == TF_OK &&
+                   pools;
+        }
         default: return false;  // unknown to this version: not supported
     }
 }

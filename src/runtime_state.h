@@ -15,6 +15,7 @@
 #include "tenferro_gpu.h"
 #include "thread_slot.h"
 #include "workspace_retirement.h"
+#include "transfer_state.h"
 
 namespace tf {
 
@@ -22,6 +23,8 @@ struct RuntimeOptions {
     uint32_t stream_slots = TF_DEFAULT_STREAM_SLOTS;
     uint64_t cublas_workspace_bytes = TF_DEFAULT_CUBLAS_WORKSPACE_BYTES;
     uint32_t retirement_capacity = TF_DEFAULT_RETIREMENT_CAPACITY;
+    uint32_t download_threads = 0;      // 0: the library default (transfer_options.h)
+    uint32_t download_chunk_bytes = 0;  // 0: the library default
 };
 
 class RuntimeState {
@@ -72,6 +75,8 @@ public:
 
     // Pending workspace retirements (workspace_retirement.h).
     RetirementQueue &retirements() { return retirements_; }
+    // Copy threads and cached driver answers of the transfers.
+    TransferState &transfers() const { return transfers_; }
 
 private:
     RuntimeState(const DriverApi &api, const RuntimeOptions &options);
@@ -98,6 +103,8 @@ private:
     std::atomic<int> fault_phase_{kFaultNone};
     int32_t fault_code_ = 0;
     char fault_detail_[TF_ERROR_MESSAGE_CAPACITY] = {0};
+
+    mutable TransferState transfers_;  // only caches and threads: no logical state
 };
 
 }  // namespace tf

@@ -8,12 +8,14 @@
 #include "cublas_handle.h"
 #include "driver_api.h"
 #include "slot_order.h"
+#include "transfer_slot.h"
 
 namespace tf {
 
 struct SlotResources {
     SlotCublas cublas;     // tf_cublas_enqueue (cublas_handle.h)
     SlotOrderEvent order;  // tf_slot_wait; atomic, used without the slot lock (slot_order.h)
+    TransferSlot transfer;  // scalar and bulk download staging
 };
 
 // Releases what `resources` holds.  The runtime's primary context is current

@@ -32,6 +32,14 @@ static tf_status call_stream(tf_runtime *rt) { return tf_runtime_stream(rt, &ptr
 static tf_status call_slot_stream(tf_runtime *rt) { return tf_runtime_slot_stream(rt, 0, &ptr); }
 static tf_status call_with_context(tf_runtime *rt) { return tf_with_context(rt, noop, NULL); }
 static tf_status call_sync(tf_runtime *rt) { return tf_runtime_sync(rt); }
+static tf_status call_alloc(tf_runtime *rt) { return tf_alloc(rt, 8, &u64); }
+static tf_status call_free(tf_runtime *rt) { return tf_free(rt, 1); }
+static tf_status call_upload(tf_runtime *rt) { return tf_upload(rt, &u64, 1, 8); }
+static tf_status call_copy(tf_runtime *rt) { return tf_copy(rt, 1, 64, 8); }
+static tf_status call_peer_available(tf_runtime *rt) { return tf_peer_copy_available(rt, rt, &i32); }
+static tf_status call_peer_copy(tf_runtime *rt) { return tf_peer_copy(rt, 1, rt, 64, 8); }
+static tf_status call_download_scalar(tf_runtime *rt) { return tf_download_scalar(rt, 1, &u64, 8); }
+static tf_status call_download(tf_runtime *rt) { return tf_download(rt, 1, &u64, 8); }
 
 static const struct {
     const char *op;
@@ -51,6 +59,14 @@ static const struct {
     {"tf_runtime_slot_stream", call_slot_stream},
     {"tf_with_context", call_with_context},
     {"tf_runtime_sync", call_sync},
+    {"tf_alloc", call_alloc},
+    {"tf_free", call_free},
+    {"tf_upload", call_upload},
+    {"tf_copy", call_copy},
+    {"tf_peer_copy_available", call_peer_available},
+    {"tf_peer_copy", call_peer_copy},
+    {"tf_download_scalar", call_download_scalar},
+    {"tf_download", call_download},
 };
 #define NCALLS (sizeof calls / sizeof calls[0])
 
@@ -106,6 +122,8 @@ static void null_outputs_are_refused(void **state) {
     assert_failure(tf_runtime_stream(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_stream", "NULL");
     assert_failure(tf_runtime_slot_stream(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_stream", "NULL");
     assert_failure(tf_with_context(rt, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_with_context", "NULL");
+    assert_failure(tf_alloc(rt, 8, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "NULL");
+    assert_failure(tf_peer_copy_available(rt, rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_peer_copy_available", "NULL");
     {
         tf_device_properties small;
         memset(&small, 0, sizeof small);

@@ -257,6 +257,20 @@ unsigned tfd_host_alloc_flags(void *host_ptr)
     return p - it->first < it->second.size ? it->second.flags : ~0u;
 }
 
+size_t tfd_host_allocs(void **ptrs, unsigned *flags, size_t cap)
+{
+    Lock l = locked();
+    size_t i = 0;
+    for (const auto &h : state().host_allocs) {
+        if (i < cap && ptrs != nullptr)
+            ptrs[i] = reinterpret_cast<void *>(h.first);
+        if (i < cap && flags != nullptr)
+            flags[i] = h.second.flags;
+        ++i;
+    }
+    return i;
+}
+
 int tfd_peer_enabled(void *context, void *peer)
 {
     Lock l = locked();

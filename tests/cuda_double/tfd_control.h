@@ -130,6 +130,10 @@ void *tfd_current_context(void);                 /* calling thread's */
 unsigned tfd_stream_flags(void *stream);         /* flags given to cuStreamCreate; ~0u if unknown */
 void *tfd_stream_context(void *stream);          /* NULL if unknown */
 unsigned tfd_host_alloc_flags(void *host_ptr);   /* flags given to cuMemHostAlloc; ~0u if unknown */
+/* The live cuMemHostAlloc allocations in address order: up to `cap` of
+ * their addresses and flags (either array may be NULL); returns how many
+ * are live. */
+size_t tfd_host_allocs(void **ptrs, unsigned *flags, size_t cap);
 /* Whether `context` enabled peer access to `peer` (cuCtxEnablePeerAccess). */
 int tfd_peer_enabled(void *context, void *peer);
 /* Value set with cuFuncSetAttribute on a function, or -1 if never set. */

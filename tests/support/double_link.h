@@ -35,6 +35,7 @@ extern "C" {
     X(log_count) X(log_name) X(log_format) X(log_clear) \
     X(live) X(reclaimed) X(primary_refcount) X(primary_context) \
     X(current_context) X(stream_flags) X(stream_context) X(host_alloc_flags) \
+    X(host_allocs) \
     X(peer_enabled) X(func_attribute) \
     X(create_context) X(destroy_context) X(set_current) \
     X(device_alloc) X(device_free) X(device_write) X(device_read) \

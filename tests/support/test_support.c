@@ -124,6 +124,19 @@ static const struct raw *raw(void) {
     return r.get_current ? &r : NULL;
 }
 
+void *raw_driver_entry(const char *name, int version) {
+    static PFN_cuGetProcAddress_v12000 gpa;
+    void *fn = NULL;
+    if (!gpa) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) return NULL;
+        *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+        if (!gpa) return NULL;
+    }
+    if (gpa(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) != CUDA_SUCCESS) return NULL;
+    return fn;
+}
+
 void *raw_current_context(void) {
     CUcontext c = NULL;
     if (tfd()) return tfd()->tfd_current_context();

@@ -65,6 +65,10 @@ void raw_set_current_context(void *ctx);
 void *raw_create_context(void);
 void raw_destroy_context(void *ctx);
 
+/* Entry point `name` of the CUDA version `version` from whichever
+ * libcuda.so.1 is loaded (the double or the real driver), or NULL. */
+void *raw_driver_entry(const char *name, int version);
+
 /* ---- runtimes -------------------------------------------------------- */
 
 /* tf_runtime_new(0) that fails the test on error. */

@@ -1,0 +1,94 @@
+// Public copies between the devices of two runtimes: tf_peer_copy_available,
+// tf_peer_copy.
+#include "cuda_status.h"
+#include "device_range.h"
+#include "log.h"
+#include "runtime_call.h"
+#include "transfer_common.h"
+
+namespace {
+
+// The second runtime of a peer call: a live handle of a usable runtime.
+tf_status check_second(const char *op, const tf_runtime *rt) {
+    if (!rt) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "dst_rt is NULL");
+    tf_status st = tf::check_handle(op, rt);
+    return st == TF_OK ? rt->state->check_usable(op) : st;
+}
+
+// Whether the source device reaches the destination's memory directly.
+tf_status direct_access(const char *op, const tf::RuntimeState &src, const tf::RuntimeState &dst,
+                        bool *out) {
+    if (src.device() == dst.device()) {
+        *out = true;
+        return TF_OK;
+    }
+    int can = 0;
+    tf_status st = TF_CU(src.api(), op, cuDeviceCanAccessPeer, &can, src.device(), dst.device());
+    if (st == TF_OK) *out = can != 0;
+    return st;
+}
+
+// Lets the source's primary context (current) reach the destination's
+// memory, once per destination device.  A refusal only costs speed: the
+// driver then stages the copy through host memory.
+void enable_peer_access(const char *op, const tf::RuntimeState &src,
+                        const tf::RuntimeState &dst) {
+    const int device = dst.info().ordinal;
+    if (device < 64) {
+        const uint64_t bit = uint64_t(1) << device;
+        if (src.transfers().peers_tried.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+    }
+    const tf::DriverApi &api = src.api();
+    CUresult r = api.cuCtxEnablePeerAccess ? api.cuCtxEnablePeerAccess(dst.context(), 0)
+                                           : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return;
+    char what[96];
+    tf::log(TF_LOG_WARNING,
+            "%s: cuCtxEnablePeerAccess from device %d to device %d failed: %s; peer copies "
+            "between them are staged through host memory",
+            op, src.info().ordinal, device, tf::describe_cuda(api, r, what, sizeof what));
+}
+
+}  // namespace
+
+extern "C" {
+
+TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
+                                        int32_t *out_available) {
+    static const char op[] = "tf_peer_copy_available";
+    return tf::runtime_call(op, src_rt, [&](tf::RuntimeState &src) -> tf_status {
+        tf_status st = check_second(op, dst_rt);
+        if (st != TF_OK) return st;
+        if (!out_available) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_available is NULL");
+        bool direct = false;
+        if ((st = direct_access(op, src, *dst_rt->state, &direct)) == TF_OK)
+            *out_available = direct ? 1 : 0;
+        return st;
+    });
+}
+
+TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_rt, uint64_t dst,
+                              size_t len) {
+    static const char op[] = "tf_peer_copy";
+    return tf::runtime_call(op, src_rt, [&](tf::RuntimeState &from) -> tf_status {
+        tf_status st = check_second(op, dst_rt);
+        if (st != TF_OK || len == 0) return st;
+        const tf::RuntimeState &to = *dst_rt->state;
+        const bool same_device = from.device() == to.device();
+        if (same_device && (st = tf::check_no_overlap(op, src, dst, len)) != TF_OK) return st;
+        tf::ContextScope scope;
+        int slot = 0;
+        CUstream stream = nullptr;
+        bool direct = false;
+        st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
+        if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
+        if (st == TF_OK) st = tf::check_device_range(to, op, "dst", dst, len);
+        if (st == TF_OK) st = direct_access(op, from, to, &direct);
+        if (st != TF_OK) return st;
+        if (direct && !same_device) enable_peer_access(op, from, to);
+        return TF_CU(from.api(), op, cuMemcpyPeerAsync, dst, to.context(), src, from.context(),
+                     len, stream);
+    });
+}
+
+}  // extern "C"

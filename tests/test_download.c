@@ -1,0 +1,976 @@
+/* Downloads: tf_download_scalar through the slot's page-locked staging, and
+ * tf_download directly into page-locked memory or, for pageable memory,
+ * through the slot's staging ring and the runtime's copy threads.  Round
+ * trips of every size on the double and on a GPU; every failure injected
+ * through the double; what is leaked versus freed. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/test_support.h"
+#include "support/transfer_support.h"
+
+#define MiB ((size_t)1 << 20)
+
+static long live(int kind) { return tfd() ? tfd()->tfd_live(kind) : 0; }
+
+static size_t call_log(char *buf, size_t cap) { return tfd()->tfd_log_format(buf, cap, 0); }
+
+/* Calls of `entry` in the double's call log (since tfd_log_clear). */
+static int logged(const char *entry) {
+    size_t i, n = tfd()->tfd_log_count();
+    int count = 0;
+    for (i = 0; i < n; ++i) count += strcmp(tfd()->tfd_log_name(i), entry) == 0;
+    return count;
+}
+
+/* ---- round trips ---------------------------------------------------------- */
+
+static const size_t sizes[] = {1, 15, 16, 17, 4096, MiB + 17, 64 * MiB};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+/* Upload a pattern at an offset, then read it back into pageable memory
+ * (with a guard after it), page-locked memory and, for small sizes, through
+ * the scalar path.  Nothing around the range may change. */
+static void round_trip(tf_runtime *rt, size_t n, size_t offset, uint32_t seed) {
+    const size_t guard = 64;
+    uint64_t d = lib_alloc(rt, n + offset + guard);
+    unsigned char *src = malloc(n), *page = malloc(n + guard), *pin = pinned_alloc(rt, n + guard);
+    unsigned char scalar[TF_SCALAR_DOWNLOAD_MAX_BYTES + 1];
+    assert_non_null(src);
+    assert_non_null(page);
+    fill_pattern(src, n, seed);
+    memset(page, 0xEE, n + guard);
+    memset(pin, 0xEE, n + guard);
+    assert_ok(tf_upload(rt, src, d + offset, n));
+    assert_ok(tf_download(rt, d + offset, page, n));
+    assert_pattern(page, n, seed);
+    assert_int_equal(page[n], 0xEE);
+    assert_int_equal(page[n + guard - 1], 0xEE);
+    assert_ok(tf_download(rt, d + offset, pin, n));
+    assert_pattern(pin, n, seed);
+    assert_int_equal(pin[n], 0xEE);
+    if (n <= TF_SCALAR_DOWNLOAD_MAX_BYTES) {
+        memset(scalar, 0xEE, sizeof scalar);
+        assert_ok(tf_download_scalar(rt, d + offset, scalar, n));
+        assert_pattern(scalar, n, seed);
+        assert_int_equal(scalar[n], 0xEE);
+    } else {
+        assert_failure(tf_download_scalar(rt, d + offset, scalar, n), TF_ERROR_INVALID_ARGUMENT,
+                       "tf_download_scalar", "over TF_SCALAR_DOWNLOAD_MAX_BYTES");
+    }
+    pinned_free(rt, pin);
+    free(page);
+    free(src);
+    lib_free(rt, d);
+}
+
+static void round_trips(tf_runtime *rt) {
+    size_t i;
+    for (i = 0; i < NSIZES; ++i) {
+        round_trip(rt, sizes[i], 0, (uint32_t)i);
+        round_trip(rt, sizes[i], 3, (uint32_t)i + 100);
+    }
+    assert_null(raw_current_context());
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void round_trips_with_defaults(void **state) {
+    (void)state;
+    round_trips(new_runtime());
+}
+
+/* 64 KiB chunks, 3 threads: many steps, each split over the pool. */
+static void round_trips_with_small_chunks(void **state) {
+    (void)state;
+    round_trips(runtime_with(2, 3, 64 << 10));
+}
+
+/* One thread: the caller copies every chunk itself, no pool. */
+static void round_trips_with_one_thread(void **state) {
+    (void)state;
+    round_trips(runtime_with(2, 1, 1 << 20));
+}
+
+static void zero_length_touches_nothing(void **state) {
+    tf_runtime *rt = new_runtime();
+    (void)state;
+    if (tfd()) tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, 0, NULL, 0));
+    assert_ok(tf_download_scalar(rt, 0, NULL, 0));
+    assert_ok(tf_upload(rt, NULL, 0, 0));
+    assert_ok(tf_copy(rt, 0, 0, 0));
+    if (tfd()) assert_int_equal(tfd()->tfd_log_count(), 0);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- ordering ------------------------------------------------------------- */
+
+/* Device work queued on the slot's stream just before a download is seen by
+ * it: several large memsets, then each kind of download. */
+static void downloads_see_work_queued_before_them(void **state) {
+    const size_t n = 64 * MiB;
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, n);
+    unsigned char *page = malloc(n), *pin = pinned_alloc(rt, n);
+    uint32_t word = 0;
+    size_t i;
+    int k;
+    (void)state;
+    assert_non_null(page);
+    for (k = 1; k <= 4; ++k) queue_memset(rt, d, (unsigned char)k, n);
+    assert_ok(tf_download_scalar(rt, d + n - 4, &word, 4));
+    assert_int_equal(word, 0x04040404u);
+    for (k = 5; k <= 8; ++k) queue_memset(rt, d, (unsigned char)k, n);
+    assert_ok(tf_download(rt, d, page, n));
+    for (i = 0; i < n; i += 4093) assert_int_equal(page[i], 8);
+    assert_int_equal(page[n - 1], 8);
+    for (k = 9; k <= 12; ++k) queue_memset(rt, d, (unsigned char)k, n);
+    assert_ok(tf_download(rt, d, pin, n));
+    for (i = 0; i < n; i += 4093) assert_int_equal(pin[i], 12);
+    assert_int_equal(pin[n - 1], 12);
+    pinned_free(rt, pin);
+    free(page);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- concurrency ---------------------------------------------------------- */
+
+struct worker {
+    tf_runtime *rt;
+    int index;
+    size_t n;
+    unsigned char *pin;  /* page-locked, made by the main thread */
+    int errors;          /* assertions cannot run on other threads */
+    char first_error[256];
+};
+
+static void note(struct worker *w, tf_status st, const char *what) {
+    if (st == TF_OK) return;
+    if (!w->errors++)
+        snprintf(w->first_error, sizeof w->first_error, "%s: %s", what, tf_last_error_message());
+}
+
+static void *download_loop(void *arg) {
+    struct worker *w = arg;
+    const uint32_t seed = 1000u + (uint32_t)w->index;
+    unsigned char *src = malloc(w->n), *page = malloc(w->n);
+    uint64_t d = 0;
+    int round;
+    if (!src || !page) {
+        w->errors++;
+        return NULL;
+    }
+    fill_pattern(src, w->n, seed);
+    note(w, tf_alloc(w->rt, w->n, &d), "tf_alloc");
+    note(w, tf_upload(w->rt, src, d, w->n), "tf_upload");
+    for (round = 0; round < 4 && !w->errors; ++round) {
+        uint64_t scalar[2] = {0, 0};
+        memset(page, 0, w->n);
+        memset(w->pin, 0, w->n);
+        note(w, tf_download(w->rt, d, page, w->n), "tf_download pageable");
+        note(w, tf_download(w->rt, d, w->pin, w->n), "tf_download page-locked");
+        note(w, tf_download_scalar(w->rt, d + w->n - 16, scalar, 16), "tf_download_scalar");
+        if (pattern_mismatch(page, w->n, seed) != w->n) note(w, TF_ERROR_INTERNAL, "pageable bytes");
+        if (pattern_mismatch(w->pin, w->n, seed) != w->n) note(w, TF_ERROR_INTERNAL, "page-locked bytes");
+        if (memcmp(scalar, src + w->n - 16, 16) != 0) note(w, TF_ERROR_INTERNAL, "scalar bytes");
+    }
+    note(w, tf_free(w->rt, d), "tf_free");
+    note(w, tf_runtime_sync(w->rt), "tf_runtime_sync");
+    free(page);
+    free(src);
+    return NULL;
+}
+
+static void eight_threads_download_at_once(uint32_t slots) {
+    enum { N = 8 };
+    tf_runtime *rt = runtime_with(slots, 4, 256 << 10);
+    struct worker w[N];
+    pthread_t th[N];
+    int i;
+    for (i = 0; i < N; ++i) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].rt = rt;
+        w[i].index = i;
+        w[i].n = 3 * MiB + 4096 * (size_t)i + 5;
+        w[i].pin = pinned_alloc(rt, w[i].n);
+    }
+    for (i = 0; i < N; ++i) assert_int_equal(pthread_create(&th[i], NULL, download_loop, &w[i]), 0);
+    for (i = 0; i < N; ++i) pthread_join(th[i], NULL);
+    for (i = 0; i < N; ++i) {
+        if (w[i].errors) fail_msg("thread %d: %s", i, w[i].first_error);
+        pinned_free(rt, w[i].pin);
+    }
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void eight_threads_on_eight_slots(void **state) {
+    (void)state;
+    eight_threads_download_at_once(8);
+}
+
+static void eight_threads_sharing_two_slots(void **state) {
+    (void)state;
+    eight_threads_download_at_once(2);
+}
+
+/* ---- what each path costs in driver calls (double) ------------------------ */
+
+static void scalar_is_one_copy_and_one_wait(void **state) {
+    tf_runtime *rt;
+    uint64_t d;
+    uint32_t value = 0x11223344u, got = 0;
+    void *primary = NULL;
+    char log[512];
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, 64);
+    assert_ok(tf_upload(rt, &value, d + 8, 4));
+    assert_ok(tf_download_scalar(rt, d + 8, &got, 4)); /* allocates the staging */
+    assert_int_equal(got, value);
+    tfd()->tfd_log_clear();
+    got = 0;
+    assert_ok(tf_download_scalar(rt, d + 8, &got, 4));
+    assert_int_equal(got, value);
+    call_log(log, sizeof log);
+    assert_string_equal(log,
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuMemGetAddressRange,"
+                        "cuMemcpyDtoHAsync,cuStreamSynchronize,cuCtxSetCurrent");
+    /* With the primary context already current: the fast path. */
+    assert_ok(tf_runtime_primary_context(rt, &primary));
+    raw_set_current_context(primary);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(rt, d + 8, &got, 4));
+    call_log(log, sizeof log);
+    assert_string_equal(log,
+                        "cuCtxGetCurrent,cuMemGetAddressRange,cuMemcpyDtoHAsync,"
+                        "cuStreamSynchronize");
+    assert_ptr_equal(raw_current_context(), primary);
+    raw_set_current_context(NULL);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* One page-locked, not write-combined staging buffer per slot, made once. */
+static void scalar_staging_is_per_slot_and_made_once(void **state) {
+    tf_runtime *rt, *slot1 = NULL;
+    uint64_t d;
+    long before;
+    uint16_t v = 0;
+    int i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    before = live(TFD_HOST_ALLOCS);
+    rt = new_runtime_with_slots(2);
+    assert_ok(tf_runtime_bind_slot(rt, 1, &slot1));
+    d = lib_alloc(rt, 16);
+    assert_ok(tf_runtime_sync(rt));
+    tfd()->tfd_log_clear();
+    for (i = 0; i < 5; ++i) {
+        assert_ok(tf_download_scalar(rt, d, &v, 2));
+        assert_ok(tf_download_scalar(slot1, d + 2, &v, 2));
+    }
+    assert_int_equal(logged("cuMemHostAlloc"), 2);
+    assert_int_equal(live(TFD_HOST_ALLOCS) - before, 2);
+    assert_ok(tf_runtime_release(slot1));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(live(TFD_HOST_ALLOCS), before); /* freed at teardown */
+}
+
+/* The staging the host reads must not be write-combined (reads of such
+ * memory are uncached): the scalar buffer and both ring buffers. */
+static void staging_is_not_write_combined(void **state) {
+    enum { CAP = 256 };
+    static void *before[CAP], *after[CAP];
+    static unsigned flags[CAP];
+    tf_runtime *rt;
+    uint64_t d;
+    unsigned char *buf = malloc(MiB);
+    size_t nb, na, i, j, fresh = 0;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, MiB);
+    nb = tfd()->tfd_host_allocs(before, NULL, CAP);
+    assert_ok(tf_download_scalar(rt, d, buf, 1));
+    assert_ok(tf_download(rt, d, buf, MiB));
+    na = tfd()->tfd_host_allocs(after, flags, CAP);
+    assert_true(na <= CAP);
+    assert_int_equal(na, nb + 3);
+    for (i = 0; i < na; ++i) {
+        int known = 0;
+        for (j = 0; j < nb; ++j) known |= after[i] == before[j];
+        if (known) continue;
+        ++fresh;
+        assert_int_equal(flags[i], 0); /* no CU_MEMHOSTALLOC_WRITECOMBINED, nothing else */
+    }
+    assert_int_equal(fresh, 3);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(buf);
+}
+
+static void page_locked_destination_is_written_directly(void **state) {
+    const size_t n = 2 * MiB;
+    tf_runtime *rt;
+    uint64_t d;
+    void *pin;
+    char log[512];
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, n);
+    pin = pinned_alloc(rt, n);
+    assert_ok(tf_download(rt, d, pin, n));
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, pin, n));
+    call_log(log, sizeof log);
+    assert_string_equal(log,
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuMemGetAddressRange,"
+                        "cuPointerGetAttribute,cuMemcpyDtoHAsync,cuStreamSynchronize,"
+                        "cuCtxSetCurrent");
+    pinned_free(rt, pin);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Small pageable downloads use the driver's own copy: no staging. */
+static void small_pageable_download_uses_the_driver(void **state) {
+    tf_runtime *rt;
+    uint64_t d;
+    static unsigned char buf[64 << 10];
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, sizeof buf);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, buf, sizeof buf));
+    assert_int_equal(logged("cuMemHostAlloc"), 0);
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 1);
+    assert_int_equal(logged("cuStreamSynchronize"), 1);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Large pageable downloads go through two staging buffers: chunk i+1 is
+ * queued before chunk i is copied out. */
+static void large_pageable_download_is_pipelined(void **state) {
+    const size_t chunk = 64 << 10, n = 10 * chunk + 100;
+    tf_runtime *rt;
+    uint64_t d;
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    char log[4096];
+    long hosts, events;
+    (void)state;
+    REQUIRE_DOUBLE();
+    hosts = live(TFD_HOST_ALLOCS);
+    events = live(TFD_EVENTS);
+    rt = runtime_with(1, 2, (uint32_t)chunk);
+    d = lib_alloc(rt, n);
+    fill_pattern(src, n, 7);
+    assert_ok(tf_upload(rt, src, d, n));
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, dst, n));
+    assert_pattern(dst, n, 7);
+    /* 11 steps of one chunk; two buffers and two events, made once. */
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 11);
+    assert_int_equal(logged("cuEventRecord"), 11);
+    assert_int_equal(logged("cuEventSynchronize"), 11);
+    assert_int_equal(logged("cuMemHostAlloc"), 2);
+    assert_int_equal(logged("cuEventCreate"), 2);
+    assert_int_equal(logged("cuStreamSynchronize"), 0);
+    call_log(log, sizeof log);
+    assert_non_null(strstr(log,
+                           "cuMemcpyDtoHAsync,cuEventRecord,cuMemcpyDtoHAsync,cuEventRecord,"
+                           "cuEventSynchronize,cuMemcpyDtoHAsync,cuEventRecord,"
+                           "cuEventSynchronize,cuMemcpyDtoHAsync"));
+    assert_int_equal(live(TFD_HOST_ALLOCS) - hosts, 2);
+    assert_int_equal(live(TFD_EVENTS) - events, 2);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, dst, n)); /* the ring is reused */
+    assert_int_equal(logged("cuMemHostAlloc"), 0);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(live(TFD_HOST_ALLOCS), hosts);
+    assert_int_equal(live(TFD_EVENTS), events);
+    free(dst);
+    free(src);
+}
+
+/* Downloads shorter than four chunks are cut into at least four steps of
+ * at least 256 KiB, so the device and the host still overlap. */
+static void mid_size_download_is_cut_into_steps(void **state) {
+    tf_runtime *rt;
+    uint64_t d;
+    unsigned char *dst = malloc(2 * MiB);
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime(); /* 8 MiB chunks */
+    d = lib_alloc(rt, 2 * MiB);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, dst, 2 * MiB));
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 4);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download(rt, d, dst, 600 << 10)); /* 3 steps of 256 KiB */
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 3);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(dst);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+static void scalar_rejects_bad_input(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 32);
+    unsigned char out[32], host[64];
+    (void)state;
+    memset(out, 0xAB, sizeof out);
+    assert_failure(tf_download_scalar(rt, d, NULL, 4), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_scalar", "out is NULL");
+    assert_failure(tf_download_scalar(rt, d, out, 17), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_scalar", "len 17 is over TF_SCALAR_DOWNLOAD_MAX_BYTES (16)");
+    assert_failure(tf_download_scalar(rt, (uint64_t)(uintptr_t)host, out, 4),
+                   TF_ERROR_INVALID_ARGUMENT, "tf_download_scalar", "src 0x",
+                   "is not device memory");
+    assert_string_equal(tf_last_error_call(), "cuMemGetAddressRange");
+    assert_failure(tf_download_scalar(rt, d + 20, out, 16), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_scalar", "crosses the end of its allocation");
+    assert_int_equal(out[0], 0xAB); /* nothing written */
+    assert_null(raw_current_context());
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void download_rejects_bad_input(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4096), other = lib_alloc(rt, 64);
+    unsigned char out[8192];
+    (void)state;
+    memset(out, 0xAB, sizeof out);
+    assert_failure(tf_download(rt, d, NULL, 4), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "dst is NULL");
+    assert_failure(tf_download(rt, d + 1, out, 4096), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "crosses the end of its allocation");
+    assert_failure(tf_download(rt, d, out, SIZE_MAX), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "crosses the end");
+    assert_failure(tf_download(rt, (uint64_t)(uintptr_t)out, out + 4096, 16),
+                   TF_ERROR_INVALID_ARGUMENT, "tf_download", "is not device memory");
+    assert_failure(tf_download(rt, d, (void *)(uintptr_t)other, 16), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download", "dst", "is device memory");
+    assert_int_equal(out[0], 0xAB);
+    assert_null(raw_current_context());
+    lib_free(rt, other);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Memory of another device: the double has two. */
+static void memory_of_another_device_is_refused(void **state) {
+    tf_runtime *rt0, *rt1;
+    uint64_t d1;
+    unsigned char out[16];
+    (void)state;
+    REQUIRE_DOUBLE();
+    tfd()->tfd_set_devices(2);
+    rt0 = new_runtime();
+    assert_ok(tf_runtime_new(1, &rt1));
+    d1 = lib_alloc(rt1, 64);
+    assert_failure(tf_download_scalar(rt0, d1, out, 4), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_scalar", "is memory of device 1; this runtime is on device 0");
+    assert_failure(tf_download(rt0, d1, out, 16), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "device 1");
+    assert_failure(tf_upload(rt0, out, d1, 16), TF_ERROR_INVALID_ARGUMENT, "tf_upload",
+                   "dst 0x", "device 1");
+    assert_failure(tf_free(rt0, d1), TF_ERROR_INVALID_ARGUMENT, "tf_free", "device 1");
+    assert_ok(tf_download_scalar(rt1, d1, out, 4));
+    lib_free(rt1, d1);
+    assert_ok(tf_runtime_release(rt1));
+    assert_ok(tf_runtime_release(rt0));
+}
+
+/* ---- injected failures: scalar ------------------------------------------- */
+
+struct fixture {
+    tf_runtime *rt;
+    uint64_t d;
+    long hosts, events;
+};
+
+static void setup_fixture(struct fixture *f, size_t bytes) {
+    uint32_t v = 0xCAFEF00Du;
+    f->hosts = live(TFD_HOST_ALLOCS);
+    f->events = live(TFD_EVENTS);
+    f->rt = runtime_with(1, 2, 64 << 10);
+    f->d = lib_alloc(f->rt, bytes);
+    assert_ok(tf_upload(f->rt, &v, f->d, 4));
+}
+
+static void scalar_staging_allocation_failure(void **state) {
+    struct fixture f;
+    uint32_t out = 7;
+    (void)state;
+    REQUIRE_DOUBLE();
+    setup_fixture(&f, 64);
+    tfd()->tfd_log_clear();
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    assert_failure(tf_download_scalar(f.rt, f.d, &out, 4), TF_ERROR_OUT_OF_MEMORY,
+                   "tf_download_scalar", "cuMemHostAlloc failed", "CUDA_ERROR_OUT_OF_MEMORY (2)");
+    assert_int_equal(out, 7);
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 0);
+    assert_null(raw_current_context());
+    assert_ok(tf_download_scalar(f.rt, f.d, &out, 4)); /* tried again */
+    assert_int_equal(out, 0xCAFEF00Du);
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+}
+
+/* A failed copy or wait abandons the staging: it is never freed or reused;
+ * the next call makes another. */
+static void scalar_failure_abandons_staging(const char *entry, int code, tf_status expected) {
+    struct fixture f;
+    uint32_t out = 7;
+    void *other = raw_create_context();
+    setup_fixture(&f, 64);
+    assert_ok(tf_download_scalar(f.rt, f.d, &out, 4)); /* staging made */
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
+    out = 7;
+    raw_set_current_context(other);
+    INJECT(entry, 1, code, 1);
+    assert_failure(tf_download_scalar(f.rt, f.d, &out, 4), expected, "tf_download_scalar", entry,
+                   "failed");
+    assert_int_equal(tf_last_error_code(), code);
+    assert_string_equal(tf_last_error_call(), entry);
+    assert_int_equal(out, 7);
+    assert_ptr_equal(raw_current_context(), other); /* the caller's context is back */
+    raw_set_current_context(NULL);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(f.rt, f.d, &out, 4));
+    assert_int_equal(out, 0xCAFEF00Du);
+    assert_int_equal(logged("cuMemHostAlloc"), 1); /* a fresh buffer */
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+    /* Teardown frees the live buffer; the abandoned one stays leaked. */
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
+    raw_destroy_context(other);
+}
+
+static void scalar_copy_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    scalar_failure_abandons_staging("cuMemcpyDtoHAsync", CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+static void scalar_wait_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    scalar_failure_abandons_staging("cuStreamSynchronize", CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+static void query_failure(const char *op, tf_status (*call)(struct fixture *, void *),
+                          const char *entry, unsigned long nth) {
+    struct fixture f;
+    unsigned char out[4096];
+    setup_fixture(&f, sizeof out);
+    memset(out, 0x5C, sizeof out);
+    tfd()->tfd_log_clear();
+    INJECT(entry, nth, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(call(&f, out), TF_ERROR_CUDA, op, entry, "failed", "CUDA_ERROR_UNKNOWN (999)");
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 0); /* nothing queued */
+    assert_int_equal(out[0], 0x5C);
+    assert_null(raw_current_context());
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+}
+
+static tf_status scalar_call(struct fixture *f, void *out) { return tf_download_scalar(f->rt, f->d, out, 4); }
+static tf_status bulk_call(struct fixture *f, void *out) { return tf_download(f->rt, f->d, out, 4096); }
+
+static void address_range_query_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    query_failure("tf_download_scalar", scalar_call, "cuMemGetAddressRange", 1);
+    query_failure("tf_download", bulk_call, "cuMemGetAddressRange", 1);
+}
+
+static void pointer_attribute_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    query_failure("tf_download", bulk_call, "cuPointerGetAttribute", 1); /* dst kind */
+    tfd()->tfd_set_devices(2); /* now the device of every address is asked too */
+    query_failure("tf_download_scalar", scalar_call, "cuPointerGetAttribute", 1);
+    query_failure("tf_download", bulk_call, "cuPointerGetAttribute", 1); /* src device */
+    query_failure("tf_download", bulk_call, "cuPointerGetAttribute", 2); /* dst kind */
+}
+
+/* The device of an address is asked only where the process sees several
+ * devices; a failed count means "ask", and is asked again next time. */
+static void device_query_only_with_several_devices(void **state) {
+    tf_runtime *rt;
+    uint64_t d;
+    uint32_t v = 0;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, 4);
+    INJECT("cuDeviceGetCount", 1, CUDA_ERROR_UNKNOWN, 1);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(rt, d, &v, 4));
+    assert_int_equal(logged("cuDeviceGetCount"), 1);
+    assert_int_equal(logged("cuPointerGetAttribute"), 1);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(rt, d, &v, 4));
+    assert_ok(tf_download_scalar(rt, d, &v, 4));
+    assert_int_equal(logged("cuDeviceGetCount"), 1); /* asked again, then kept */
+    assert_int_equal(logged("cuPointerGetAttribute"), 0);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    tfd()->tfd_set_devices(2);
+    rt = new_runtime();
+    d = lib_alloc(rt, 4);
+    assert_ok(tf_download_scalar(rt, d, &v, 4));
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(rt, d, &v, 4));
+    assert_int_equal(logged("cuDeviceGetCount"), 0);
+    assert_int_equal(logged("cuPointerGetAttribute"), 1);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* A sticky fault surfaced by the wait: reported as such, the runtime
+ * refuses from then on, and teardown leaks quietly. */
+static void scalar_wait_reports_a_device_fault(void **state) {
+    struct fixture f;
+    uint32_t out = 0;
+    const char *warnings;
+    (void)state;
+    REQUIRE_DOUBLE();
+    setup_fixture(&f, 64);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_ILLEGAL_ADDRESS, 1);
+    assert_failure(tf_download_scalar(f.rt, f.d, &out, 4), TF_ERROR_DEVICE_FAULT,
+                   "tf_download_scalar", "CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+    assert_failure(tf_download(f.rt, f.d, &out, 4), TF_ERROR_DEVICE_FAULT, "tf_download",
+                   "unusable");
+    log_capture_start();
+    assert_ok(tf_runtime_release(f.rt));
+    warnings = log_capture_stop();
+    assert_string_equal(warnings, "");
+}
+
+/* ---- injected failures: bulk ----------------------------------------------- */
+
+static void ring_allocation_failure(const char *entry, unsigned long nth, int code,
+                                    tf_status expected) {
+    struct fixture f;
+    const size_t n = MiB;
+    unsigned char *out = malloc(n);
+    setup_fixture(&f, n);
+    memset(out, 0x5C, n);
+    tfd()->tfd_log_clear();
+    INJECT(entry, nth, code, 1);
+    assert_failure(tf_download(f.rt, f.d, out, n), expected, "tf_download", entry, "failed");
+    assert_int_equal(out[0], 0x5C);
+    /* Nothing was queued into what the call made, so it was all freed. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(live(TFD_EVENTS), f.events);
+    assert_int_equal(logged("cuMemcpyDtoHAsync"), 0);
+    assert_null(raw_current_context());
+    assert_ok(tf_download(f.rt, f.d, out, n));
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    free(out);
+}
+
+static void staging_ring_allocation_failures(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    ring_allocation_failure("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, TF_ERROR_OUT_OF_MEMORY);
+    ring_allocation_failure("cuMemHostAlloc", 2, CUDA_ERROR_OUT_OF_MEMORY, TF_ERROR_OUT_OF_MEMORY);
+    ring_allocation_failure("cuEventCreate", 1, CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+    ring_allocation_failure("cuEventCreate", 2, CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+/* A failure inside the pipeline abandons the ring (two buffers, two
+ * events): the next download makes a fresh one; teardown frees only that. */
+static void pipeline_failure(const char *entry, unsigned long nth, int code, tf_status expected) {
+    struct fixture f;
+    const size_t n = MiB + 3;
+    unsigned char *out = malloc(n);
+    setup_fixture(&f, n);
+    fill_pattern(out, n, 3);
+    assert_ok(tf_upload(f.rt, out, f.d, n));
+    INJECT(entry, nth, code, 1);
+    assert_failure(tf_download(f.rt, f.d, out, n), expected, "tf_download", entry, "failed");
+    assert_int_equal(tf_last_error_code(), code);
+    assert_null(raw_current_context());
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
+    tfd()->tfd_log_clear();
+    memset(out, 0, n);
+    assert_ok(tf_download(f.rt, f.d, out, n));
+    assert_pattern(out, n, 3);
+    assert_int_equal(logged("cuMemHostAlloc"), 2); /* a fresh ring */
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 4);
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);     /* the abandoned ring */
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS), 2);    /* its events died with the context */
+    free(out);
+}
+
+static void pipeline_copy_submission_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    pipeline_failure("cuMemcpyDtoHAsync", 1, CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+static void pipeline_later_copy_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    pipeline_failure("cuMemcpyDtoHAsync", 4, CUDA_ERROR_INVALID_VALUE, TF_ERROR_CUDA);
+}
+
+static void pipeline_event_record_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    pipeline_failure("cuEventRecord", 2, CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+static void pipeline_wait_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    pipeline_failure("cuEventSynchronize", 3, CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
+}
+
+static void direct_download_failures(void **state) {
+    const size_t n = 8192;
+    struct fixture f;
+    void *pin;
+    (void)state;
+    REQUIRE_DOUBLE();
+    setup_fixture(&f, n);
+    pin = pinned_alloc(f.rt, n);
+    INJECT("cuMemcpyDtoHAsync", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(f.rt, f.d, pin, n), TF_ERROR_CUDA, "tf_download",
+                   "cuMemcpyDtoHAsync failed");
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(f.rt, f.d, pin, n), TF_ERROR_CUDA, "tf_download",
+                   "cuStreamSynchronize failed");
+    assert_null(raw_current_context());
+    assert_ok(tf_runtime_sync(f.rt)); /* the way back to reusing dst */
+    assert_ok(tf_download(f.rt, f.d, pin, n));
+    pinned_free(f.rt, pin);
+    lib_free(f.rt, f.d);
+    assert_ok(tf_runtime_release(f.rt));
+}
+
+/* ---- teardown ------------------------------------------------------------- */
+
+static void teardown_frees_every_slots_staging(void **state) {
+    tf_runtime *rt, *bound = NULL;
+    uint64_t d;
+    unsigned char *buf = malloc(MiB);
+    long hosts, events;
+    const char *warnings;
+    int slot;
+    (void)state;
+    REQUIRE_DOUBLE();
+    hosts = live(TFD_HOST_ALLOCS);
+    events = live(TFD_EVENTS);
+    rt = runtime_with(2, 2, 64 << 10);
+    d = lib_alloc(rt, MiB);
+    assert_ok(tf_runtime_sync(rt));
+    for (slot = 0; slot < 2; ++slot) {
+        assert_ok(tf_runtime_bind_slot(rt, slot, &bound));
+        assert_ok(tf_download_scalar(bound, d, buf, 8));
+        assert_ok(tf_download(bound, d, buf, MiB));
+        assert_ok(tf_runtime_release(bound));
+    }
+    assert_int_equal(live(TFD_HOST_ALLOCS) - hosts, 6);
+    assert_int_equal(live(TFD_EVENTS) - events, 4);
+    lib_free(rt, d);
+    tfd()->tfd_log_clear();
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    warnings = log_capture_stop();
+    assert_string_equal(warnings, "");
+    assert_int_equal(logged("cuMemFreeHost"), 6);
+    assert_int_equal(logged("cuEventDestroy"), 4);
+    assert_int_equal(live(TFD_HOST_ALLOCS), hosts);
+    assert_int_equal(live(TFD_EVENTS), events);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS), 0);
+    free(buf);
+}
+
+static void teardown_release_failures_are_logged(void **state) {
+    tf_runtime *rt;
+    uint64_t d;
+    unsigned char buf[16];
+    const char *warnings;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, 16);
+    assert_ok(tf_download_scalar(rt, d, buf, 8));
+    lib_free(rt, d);
+    INJECT("cuMemFreeHost", 1, CUDA_ERROR_INVALID_VALUE, 1);
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    warnings = log_capture_stop();
+    assert_non_null(strstr(warnings,
+                           "tf_runtime_release: cuMemFreeHost of transfer staging failed: "
+                           "CUDA_ERROR_INVALID_VALUE (1)"));
+}
+
+/* ---- the copy threads ----------------------------------------------------- */
+
+/* Started at the first staged download, download_threads - 1 of them,
+ * joined at teardown. */
+static void copy_threads_start_lazily_and_are_joined(void **state) {
+    const int before = count_copy_threads(); /* 0 unless an earlier test leaked a runtime */
+    tf_runtime *rt = runtime_with(1, 5, 64 << 10), *one = runtime_with(1, 1, 64 << 10);
+    uint64_t d = lib_alloc(rt, MiB), d1 = lib_alloc(one, MiB);
+    unsigned char *buf = malloc(MiB);
+    (void)state;
+    assert_ok(tf_download(rt, d, buf, 4096)); /* not staged */
+    assert_int_equal(count_copy_threads(), before);
+    assert_ok(tf_download(rt, d, buf, MiB));
+    assert_int_equal(count_copy_threads(), before + 4);
+    assert_ok(tf_download(one, d1, buf, MiB)); /* one thread: the caller */
+    assert_int_equal(count_copy_threads(), before + 4);
+    lib_free(rt, d);
+    lib_free(one, d1);
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(count_copy_threads(), before);
+    assert_ok(tf_runtime_release(one));
+    free(buf);
+}
+
+/* A forked child releasing a runtime whose copy threads stayed in the
+ * parent must not wait for them. */
+static void forked_child_releases_without_the_threads(void **state) {
+    const int before = count_copy_threads();
+    tf_runtime *rt = runtime_with(1, 3, 64 << 10);
+    uint64_t d = lib_alloc(rt, MiB);
+    unsigned char *buf = malloc(MiB);
+    pid_t pid;
+    int status = 0, verdict[2];
+    char answer = 0;
+    (void)state;
+    assert_ok(tf_download(rt, d, buf, MiB));
+    assert_int_equal(count_copy_threads(), before + 2);
+    assert_int_equal(pipe(verdict), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* The answer goes through the pipe: the exit status is valgrind's
+         * to use, which counts what the child inherited as leaked. */
+        char ok;
+        alarm(20); /* a hang fails the test instead of blocking it */
+        ok = tf_download(rt, d, buf, MiB) == TF_ERROR_RUNTIME_STATE &&
+                     tf_runtime_release(rt) == TF_OK
+                 ? 'y'
+                 : 'n';
+        if (write(verdict[1], &ok, 1) != 1) _exit(2);
+        _exit(0);
+    }
+    close(verdict[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status)); /* not killed by the alarm */
+    assert_int_equal(read(verdict[0], &answer, 1), 1);
+    close(verdict[0]);
+    assert_int_equal(answer, 'y');
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(buf);
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static tf_status new_with(uint32_t threads, uint32_t chunk) {
+    tf_runtime *rt = NULL;
+    tf_runtime_options o;
+    tf_status st;
+    tf_runtime_options_init(&o);
+    o.download_threads = threads;
+    o.download_chunk_bytes = chunk;
+    st = tf_runtime_new_with_options(0, &o, &rt);
+    tf_runtime_release(rt);
+    return st;
+}
+
+static void download_options_are_validated(void **state) {
+    tf_runtime_options o;
+    tf_runtime *rt = NULL;
+    (void)state;
+    tf_runtime_options_init(&o);
+    assert_int_equal(o.download_threads, 0);
+    assert_int_equal(o.download_chunk_bytes, 0);
+    assert_ok(new_with(1, TF_MIN_DOWNLOAD_CHUNK_BYTES));
+    assert_ok(new_with(TF_MAX_DOWNLOAD_THREADS, TF_MAX_DOWNLOAD_CHUNK_BYTES));
+    assert_failure(new_with(TF_MAX_DOWNLOAD_THREADS + 1, 0), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new", "download_threads 65 is outside 1..64");
+    assert_failure(new_with(0, TF_MIN_DOWNLOAD_CHUNK_BYTES - 4096), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new", "download_chunk_bytes 61440");
+    assert_failure(new_with(0, TF_MAX_DOWNLOAD_CHUNK_BYTES + 4096), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new", "download_chunk_bytes");
+    assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new",
+                   "not a multiple of 4096");
+    /* A caller built before these fields existed: defaults. */
+    o.struct_size = (uint32_t)offsetof(tf_runtime_options, download_threads);
+    o.download_threads = 999; /* beyond its struct: never read */
+    assert_ok(tf_runtime_new_with_options(0, &o, &rt));
+    assert_ok(tf_runtime_release(rt));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(round_trips_with_defaults, test_reset),
+        cmocka_unit_test_setup(round_trips_with_small_chunks, test_reset),
+        cmocka_unit_test_setup(round_trips_with_one_thread, test_reset),
+        cmocka_unit_test_setup(zero_length_touches_nothing, test_reset),
+        cmocka_unit_test_setup(downloads_see_work_queued_before_them, test_reset),
+        cmocka_unit_test_setup(eight_threads_on_eight_slots, test_reset),
+        cmocka_unit_test_setup(eight_threads_sharing_two_slots, test_reset),
+        cmocka_unit_test_setup(scalar_is_one_copy_and_one_wait, test_reset),
+        cmocka_unit_test_setup(scalar_staging_is_per_slot_and_made_once, test_reset),
+        cmocka_unit_test_setup(staging_is_not_write_combined, test_reset),
+        cmocka_unit_test_setup(page_locked_destination_is_written_directly, test_reset),
+        cmocka_unit_test_setup(small_pageable_download_uses_the_driver, test_reset),
+        cmocka_unit_test_setup(large_pageable_download_is_pipelined, test_reset),
+        cmocka_unit_test_setup(mid_size_download_is_cut_into_steps, test_reset),
+        cmocka_unit_test_setup(scalar_rejects_bad_input, test_reset),
+        cmocka_unit_test_setup(download_rejects_bad_input, test_reset),
+        cmocka_unit_test_setup(memory_of_another_device_is_refused, test_reset),
+        cmocka_unit_test_setup(scalar_staging_allocation_failure, test_reset),
+        cmocka_unit_test_setup(scalar_copy_failure, test_reset),
+        cmocka_unit_test_setup(scalar_wait_failure, test_reset),
+        cmocka_unit_test_setup(address_range_query_failure, test_reset),
+        cmocka_unit_test_setup(pointer_attribute_failure, test_reset),
+        cmocka_unit_test_setup(device_query_only_with_several_devices, test_reset),
+        cmocka_unit_test_setup(scalar_wait_reports_a_device_fault, test_reset),
+        cmocka_unit_test_setup(staging_ring_allocation_failures, test_reset),
+        cmocka_unit_test_setup(pipeline_copy_submission_failure, test_reset),
+        cmocka_unit_test_setup(pipeline_later_copy_failure, test_reset),
+        cmocka_unit_test_setup(pipeline_event_record_failure, test_reset),
+        cmocka_unit_test_setup(pipeline_wait_failure, test_reset),
+        cmocka_unit_test_setup(direct_download_failures, test_reset),
+        cmocka_unit_test_setup(teardown_frees_every_slots_staging, test_reset),
+        cmocka_unit_test_setup(teardown_release_failures_are_logged, test_reset),
+        cmocka_unit_test_setup(copy_threads_start_lazily_and_are_joined, test_reset),
+        cmocka_unit_test_setup(forked_child_releases_without_the_threads, test_reset),
+        cmocka_unit_test_setup(download_options_are_validated, test_reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
