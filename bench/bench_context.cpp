@@ -16,7 +16,7 @@ int main() {
     tf_runtime *rt = nullptr;
     if (tf_runtime_new(0, &rt) != TF_OK) bench::die("tf_runtime_new");
     tf_device_properties p;
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     tf_runtime_device_info(rt, &p);
     int driver = 0;
     d.driver_version(&driver);

@@ -127,7 +127,7 @@ std::string file_line(const char *path) {
 
 void describe(Bench &b) {
     tf_device_properties p;
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     ok(tf_runtime_device_info(b.rt, &p), "tf_runtime_device_info");
     int driver = 0;
     b.r.driver_version(&driver);
@@ -284,7 +284,7 @@ void sweep(Bench &b, size_t n) {
     for (uint32_t threads : {1u, 2u, 4u, 6u, 8u, 12u, 16u}) {
         for (uint32_t chunk_mib : {1u, 2u, 4u, 8u, 16u, 32u}) {
             tf_runtime_options o;
-            tf_runtime_options_init(&o);
+            tf_runtime_options_init(&o, sizeof o);
             o.download_threads = threads;
             o.download_chunk_bytes = chunk_mib << 20;
             tf_runtime *rt = nullptr;

@@ -40,7 +40,7 @@ int main(void) {
     }
     for (i = 0; i < count; ++i) {
         tf_device_properties p;
-        tf_device_properties_init(&p);
+        tf_device_properties_init(&p, sizeof p);
         if (tf_device_info(i, &p) != TF_OK) return cannot_run("tf_device_info");
         printf("device %d: %s, compute capability %d.%d, %.1f GiB\n", (int)i, p.name,
                (int)p.compute_capability_major, (int)p.compute_capability_minor,

@@ -24,8 +24,11 @@
  *    on every path.
  *  - No C++ exception ever leaves the library.
  *  - Structs passed in or out start with uint32_t struct_size, which the
- *    caller sets with the struct's *_init function.  Structs only ever grow
- *    at the end, so a program built against an older header keeps working.
+ *    caller sets with the struct's *_init function, passing the sizeof it
+ *    was compiled with: tf_runtime_options_init(&o, sizeof o).  Structs only
+ *    ever grow at the end and the library never reads or writes past the
+ *    caller's struct_size, so a program built against an older header keeps
+ *    working with a newer library, and the other way round.
  *  - Every function returning tf_status may also return
  *    TF_ERROR_OUT_OF_MEMORY when host memory runs out and TF_ERROR_INTERNAL
  *    for a bug in this library; the lists below do not repeat them.  A
@@ -318,12 +321,16 @@ typedef struct tf_error_info {
 } tf_error_info;
 
 /**
- * Zero @p info and set its struct_size to sizeof(tf_error_info).
+ * Zero @p info and set its struct_size.
  *
  * @param[out] info the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_error_info)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
  * @threadsafety Any thread; touches only @p info.
  */
-TF_API void tf_error_info_init(tf_error_info *info);
+TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size);
 
 /**
  * Copy the calling thread's last error into @p out.
@@ -434,12 +441,16 @@ typedef struct tf_device_properties {
 } tf_device_properties;
 
 /**
- * Zero @p info and set its struct_size to sizeof(tf_device_properties).
+ * Zero @p info and set its struct_size.
  *
  * @param[out] info the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_device_properties)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
  * @threadsafety Any thread; touches only @p info.
  */
-TF_API void tf_device_properties_init(tf_device_properties *info);
+TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_size);
 
 /**
  * Whether this process can use a CUDA device: the driver loads, reports a
@@ -568,13 +579,16 @@ typedef struct tf_runtime_options {
 } tf_runtime_options;
 
 /**
- * Set @p options to the defaults and its struct_size to
- * sizeof(tf_runtime_options).
+ * Set @p options to the defaults and its struct_size.
  *
  * @param[out] options the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_runtime_options)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
  * @threadsafety Any thread; touches only @p options.
  */
-TF_API void tf_runtime_options_init(tf_runtime_options *options);
+TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_size);
 
 /**
  * Create a runtime on device @p ordinal with default options.
@@ -1201,8 +1215,17 @@ typedef struct tf_retirement_stats {
     uint64_t max_in_flight; /**< out: the most ever queued at once */
 } tf_retirement_stats;
 
-/** Zero @p stats and set its struct_size. NULL is ignored. */
-TF_API void tf_retirement_stats_init(tf_retirement_stats *stats);
+/**
+ * Zero @p stats and set its struct_size.
+ *
+ * @param[out] stats the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_retirement_stats)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
+ * @threadsafety Any thread; touches only @p stats.
+ */
+TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_size);
 
 /**
  * A consistent snapshot of the runtime's retirement counters.  No driver
@@ -1293,8 +1316,17 @@ typedef struct tf_launch_config {
     uint32_t shared_memory_bytes; /**< dynamic shared memory (default 0) */
 } tf_launch_config;
 
-/** Set @p config to one block of one thread and its struct_size. NULL is ignored. */
-TF_API void tf_launch_config_init(tf_launch_config *config);
+/**
+ * Set @p config to one block of one thread and its struct_size.
+ *
+ * @param[out] config the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_launch_config)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
+ * @threadsafety Any thread; touches only @p config.
+ */
+TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
 
 /**
  * Launches @p function (from tf_module_function()) on the calling thread's
@@ -1345,8 +1377,17 @@ typedef struct tf_compile_options {
     const char *name;
 } tf_compile_options;
 
-/** Set @p options to the defaults and its struct_size. NULL is ignored. */
-TF_API void tf_compile_options_init(tf_compile_options *options);
+/**
+ * Set @p options to the defaults and its struct_size.
+ *
+ * @param[out] options the struct to initialise; NULL is ignored.
+ * @param[in] struct_size sizeof the struct as the caller was compiled with
+ *         (sizeof(tf_compile_options)).  Only that many bytes are written: the
+ *         defaults of the fields this library knows, zero for the rest,
+ *         and struct_size itself.  A size below 4 is ignored.
+ * @threadsafety Any thread; touches only @p options.
+ */
+TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size);
 
 /** Opaque result of tf_program_compile(): the compiled image and NVRTC's log. */
 typedef struct tf_program tf_program;

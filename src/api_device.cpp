@@ -29,10 +29,8 @@ int32_t probe_gpu() {
 
 extern "C" {
 
-TF_API void tf_device_properties_init(tf_device_properties *info) {
-    if (!info) return;
-    std::memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
+TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_size) {
+    tf::init_sized(info, struct_size, tf_device_properties{});
 }
 
 TF_API tf_status tf_device_count(int32_t *out_count) {

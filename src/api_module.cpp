@@ -127,12 +127,12 @@ TF_API tf_status tf_function_set_attribute(tf_module *module, void *function, in
     });
 }
 
-TF_API void tf_launch_config_init(tf_launch_config *config) {
-    if (!config) return;
-    std::memset(config, 0, sizeof *config);
-    config->struct_size = sizeof *config;
-    config->grid_x = config->grid_y = config->grid_z = 1;
-    config->block_x = config->block_y = config->block_z = 1;
+TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size) {
+    tf_launch_config d;
+    std::memset(&d, 0, sizeof d);
+    d.grid_x = d.grid_y = d.grid_z = 1;
+    d.block_x = d.block_y = d.block_z = 1;
+    tf::init_sized(config, struct_size, d);
 }
 
 TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function, const tf_launch_config *config,
@@ -146,7 +146,7 @@ TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function, const tf_launc
                            "config->struct_size %u is too small; call tf_launch_config_init first",
                            static_cast<unsigned>(config->struct_size));
         tf_launch_config c;
-        tf_launch_config_init(&c);
+        tf_launch_config_init(&c, sizeof c);
         if (!tf::copy_in_sized(config, &c))
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
                            "config sets fields this library (version %s) does not know",

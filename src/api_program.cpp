@@ -20,7 +20,7 @@ namespace {
 constexpr size_t kOptionsMinSize = offsetof(tf_compile_options, target) + sizeof(int32_t);
 
 tf_status read_options(const char *op, const tf_compile_options *in, tf_compile_options *out) {
-    tf_compile_options_init(out);
+    tf_compile_options_init(out, sizeof *out);
     if (!in) return TF_OK;
     if (in->struct_size < kOptionsMinSize)
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
@@ -146,11 +146,11 @@ tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
 
 extern "C" {
 
-TF_API void tf_compile_options_init(tf_compile_options *options) {
-    if (!options) return;
-    std::memset(options, 0, sizeof *options);
-    options->struct_size = sizeof *options;
-    options->target = TF_COMPILE_PTX;
+TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size) {
+    tf_compile_options d;
+    std::memset(&d, 0, sizeof d);
+    d.target = TF_COMPILE_PTX;
+    tf::init_sized(options, struct_size, d);
 }
 
 TF_API tf_status tf_program_compile(tf_runtime *rt, const char *source,

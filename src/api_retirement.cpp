@@ -48,10 +48,8 @@ TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     });
 }
 
-TF_API void tf_retirement_stats_init(tf_retirement_stats *stats) {
-    if (!stats) return;
-    std::memset(stats, 0, sizeof *stats);
-    stats->struct_size = sizeof *stats;
+TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_size) {
+    tf::init_sized(stats, struct_size, tf_retirement_stats{});
 }
 
 TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *out) {

@@ -21,7 +21,7 @@ tf_status read_options(const char *op, const tf_runtime_options *in, tf::Runtime
                        "options->struct_size %u is too small; call tf_runtime_options_init first",
                        static_cast<unsigned>(in->struct_size));
     tf_runtime_options opts;
-    tf_runtime_options_init(&opts);
+    tf_runtime_options_init(&opts, sizeof opts);
     if (!tf::copy_in_sized(in, &opts))
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
                        "options set fields this library (version %s) does not know",
@@ -42,27 +42,11 @@ tf_status read_options(const char *op, const tf_runtime_options *in, tf::Runtime
     return tf::read_transfer_options(op, opts, out);
 }
 
-#define TF_REQUIRE_OUT(op, ptr) \
-    if (!(ptr)) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "%s is NULL", #ptr)
-
-}  // namespace
-
-extern "C" {
-
-TF_API void tf_runtime_options_init(tf_runtime_options *options) {
-    if (!options) return;
-    std::memset(options, 0, sizeof *options);
-    options->struct_size = sizeof *options;
-    options->stream_slots = TF_DEFAULT_STREAM_SLOTS;
-    options->cublas_workspace_bytes = TF_DEFAULT_CUBLAS_WORKSPACE_BYTES;
-    options->retirement_capacity = TF_DEFAULT_RETIREMENT_CAPACITY;
-}
-
-TF_API tf_status tf_runtime_new_with_options(int32_t ordinal, const tf_runtime_options *options,
-                                             tf_runtime **out) {
-    static const char op[] = "tf_runtime_new";
+// Both constructors: each reports failures under its own name.
+tf_status create_runtime(const char *op, int32_t ordinal, const tf_runtime_options *options,
+                         tf_runtime **out) {
     return tf::guarded(op, [&]() -> tf_status {
-        TF_REQUIRE_OUT(op, out);
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
         tf::RuntimeOptions opts;
         tf_status st = read_options(op, options, &opts);
         if (st != TF_OK) return st;
@@ -73,8 +57,29 @@ TF_API tf_status tf_runtime_new_with_options(int32_t ordinal, const tf_runtime_o
     });
 }
 
+#define TF_REQUIRE_OUT(op, ptr) \
+    if (!(ptr)) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "%s is NULL", #ptr)
+
+}  // namespace
+
+extern "C" {
+
+TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_size) {
+    tf_runtime_options d;
+    std::memset(&d, 0, sizeof d);
+    d.stream_slots = TF_DEFAULT_STREAM_SLOTS;
+    d.cublas_workspace_bytes = TF_DEFAULT_CUBLAS_WORKSPACE_BYTES;
+    d.retirement_capacity = TF_DEFAULT_RETIREMENT_CAPACITY;
+    tf::init_sized(options, struct_size, d);
+}
+
+TF_API tf_status tf_runtime_new_with_options(int32_t ordinal, const tf_runtime_options *options,
+                                             tf_runtime **out) {
+    return create_runtime("tf_runtime_new_with_options", ordinal, options, out);
+}
+
 TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out) {
-    return tf_runtime_new_with_options(ordinal, nullptr, out);
+    return create_runtime("tf_runtime_new", ordinal, nullptr, out);
 }
 
 TF_API tf_status tf_runtime_retain(tf_runtime *rt) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "struct_io.h"
+
 
 namespace tf {
 namespace {
@@ -54,10 +56,8 @@ TF_API int32_t tf_last_error_code_domain(void) { return tf::current_error().code
 TF_API tf_status tf_last_error_status(void) { return tf::current_error().status; }
 TF_API void tf_clear_last_error(void) { tf::restore_error(tf::ErrorSnapshot{}); }
 
-TF_API void tf_error_info_init(tf_error_info *info) {
-    if (!info) return;
-    std::memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
+TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size) {
+    tf::init_sized(info, struct_size, tf_error_info{});
 }
 
 TF_API tf_status tf_last_error(tf_error_info *out) {

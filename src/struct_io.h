@@ -8,6 +8,21 @@
 
 namespace tf {
 
+// The *_init functions: writes `defaults` into the caller's struct of
+// `caller_size` bytes (the sizeof the caller was compiled with): as much of
+// it as fits, zero past this library's struct, struct_size = caller_size.
+// A struct too small to hold struct_size, or NULL, is left alone.  Never
+// writes past caller_size, so an older caller's smaller struct is safe.
+template <class T>
+void init_sized(T *dst, size_t caller_size, const T &defaults) {
+    if (!dst || caller_size < sizeof(uint32_t) || caller_size > UINT32_MAX) return;
+    const size_t n = caller_size < sizeof(T) ? caller_size : sizeof(T);
+    std::memcpy(static_cast<void *>(dst), &defaults, n);
+    if (caller_size > sizeof(T))
+        std::memset(reinterpret_cast<unsigned char *>(dst) + sizeof(T), 0, caller_size - sizeof(T));
+    dst->struct_size = static_cast<uint32_t>(caller_size);
+}
+
 // Copies `src` into the caller's `dst`, but no more than the caller's
 // struct_size says it has room for; dst->struct_size is kept.
 template <class T>

@@ -73,7 +73,7 @@ static const struct {
 static void null_handle_is_an_invalid_argument(void **state) {
     size_t i;
     (void)state;
-    tf_device_properties_init(&props);
+    tf_device_properties_init(&props, sizeof props);
     for (i = 0; i < NCALLS; ++i) {
         if (strcmp(calls[i].op, "tf_runtime_release") == 0) {
             assert_ok(calls[i].call(NULL)); /* release of NULL is a no-op */
@@ -87,7 +87,7 @@ static void null_handle_is_an_invalid_argument(void **state) {
 static void released_handle_is_an_invalid_handle(void **state) {
     size_t i;
     (void)state;
-    tf_device_properties_init(&props);
+    tf_device_properties_init(&props, sizeof props);
     for (i = 0; i < NCALLS; ++i) {
         tf_runtime *rt = new_runtime();
         assert_ok(tf_runtime_release(rt));
@@ -101,7 +101,7 @@ static void foreign_pointer_is_an_invalid_handle(void **state) {
     size_t i;
     (void)state;
     memset(junk, 0x5A, sizeof junk);
-    tf_device_properties_init(&props);
+    tf_device_properties_init(&props, sizeof props);
     for (i = 0; i < NCALLS; ++i)
         assert_failure(calls[i].call((tf_runtime *)junk), TF_ERROR_INVALID_HANDLE, calls[i].op,
                        "is not a runtime handle");

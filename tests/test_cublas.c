@@ -160,7 +160,7 @@ static void each_slot_has_its_own_handle(void **state) {
 static tf_runtime *runtime_with_workspace(uint64_t bytes) {
     tf_runtime *rt = NULL;
     tf_runtime_options o;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.cublas_workspace_bytes = bytes;
     assert_ok(tf_runtime_new_with_options(0, &o, &rt));
     return rt;

@@ -12,7 +12,7 @@ static void count_and_describe(void **state) {
     for (i = 0; i < n; ++i) {
         tf_device_properties p;
         static const uint8_t zero[16];
-        tf_device_properties_init(&p);
+        tf_device_properties_init(&p, sizeof p);
         assert_ok(tf_device_info(i, &p));
         assert_int_equal(p.struct_size, sizeof p);
         assert_int_equal(p.ordinal, i);
@@ -33,7 +33,7 @@ static void double_devices_are_described_exactly(void **state) {
     tfd()->tfd_set_devices(3);
     assert_ok(tf_device_count(&n));
     assert_int_equal(n, 3);
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     assert_ok(tf_device_info(2, &p));
     assert_string_equal(p.name, "tenferro double device 2");
     assert_int_equal(p.compute_capability_major, 9);
@@ -50,7 +50,7 @@ static void discovery_creates_no_context(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     tfd()->tfd_set_devices(2);
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     assert_ok(tf_device_count(&n));
     assert_ok(tf_device_info(1, &p));
     tfd()->tfd_log_format(log, sizeof log, 0);
@@ -70,7 +70,7 @@ static void query_failures_leave_output_untouched(void **state) {
     REQUIRE_DOUBLE();
     for (i = 0; i < sizeof entries / sizeof entries[0]; ++i) {
         tf_device_properties p, before;
-        tf_device_properties_init(&p);
+        tf_device_properties_init(&p, sizeof p);
         memset((char *)&p + sizeof p.struct_size, 0xAB, sizeof p - sizeof p.struct_size);
         before = p;
         tfd()->tfd_clear_faults();
@@ -97,12 +97,12 @@ static void bad_arguments(void **state) {
     memset(&p, 0, sizeof p);
     assert_failure(tf_device_info(0, &p), TF_ERROR_INVALID_ARGUMENT, "tf_device_info",
                    "struct_size 0", "tf_device_properties_init");
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     assert_failure(tf_device_info(-2, &p), TF_ERROR_INVALID_ARGUMENT, "tf_device_info",
                    "-2 is negative", "found ");
     assert_failure(tf_device_info(64, &p), TF_ERROR_DEVICE_UNAVAILABLE, "tf_device_info",
                    "device 64 is not available", "found ");
-    tf_device_properties_init(NULL);
+    tf_device_properties_init(NULL, 0);
 }
 
 /* An older caller's smaller struct: only its fields are written. */

@@ -902,7 +902,7 @@ static tf_status new_with(uint32_t threads, uint32_t chunk) {
     tf_runtime *rt = NULL;
     tf_runtime_options o;
     tf_status st;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.download_threads = threads;
     o.download_chunk_bytes = chunk;
     st = tf_runtime_new_with_options(0, &o, &rt);
@@ -914,18 +914,18 @@ static void download_options_are_validated(void **state) {
     tf_runtime_options o;
     tf_runtime *rt = NULL;
     (void)state;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     assert_int_equal(o.download_threads, 0);
     assert_int_equal(o.download_chunk_bytes, 0);
     assert_ok(new_with(1, TF_MIN_DOWNLOAD_CHUNK_BYTES));
     assert_ok(new_with(TF_MAX_DOWNLOAD_THREADS, TF_MAX_DOWNLOAD_CHUNK_BYTES));
     assert_failure(new_with(TF_MAX_DOWNLOAD_THREADS + 1, 0), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "download_threads 65 is outside 1..64");
+                   "tf_runtime_new_with_options", "download_threads 65 is outside 1..64");
     assert_failure(new_with(0, TF_MIN_DOWNLOAD_CHUNK_BYTES - 4096), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "download_chunk_bytes 61440");
+                   "tf_runtime_new_with_options", "download_chunk_bytes 61440");
     assert_failure(new_with(0, TF_MAX_DOWNLOAD_CHUNK_BYTES + 4096), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "download_chunk_bytes");
-    assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new",
+                   "tf_runtime_new_with_options", "download_chunk_bytes");
+    assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options",
                    "not a multiple of 4096");
     /* A caller built before these fields existed: defaults. */
     o.struct_size = (uint32_t)offsetof(tf_runtime_options, download_threads);

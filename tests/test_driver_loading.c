@@ -26,7 +26,7 @@ static int expect_everything_fails_with(tf_status expected, const char *fragment
     int32_t n = 0;
     tf_runtime *rt = NULL;
     tf_device_properties p;
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     CHECK(tf_device_count(&n) == expected);
     CHECK(strstr(tf_last_error_message(), fragment) != NULL);
     CHECK(strcmp(tf_last_error_operation(), "tf_device_count") == 0);
@@ -110,7 +110,7 @@ static int missing_entry_disables_what_needs_it(void) {
     tf_runtime *rt = NULL;
     CHECK(tfd() != NULL);
     tfd()->tfd_hide("cuDeviceGetUuid");
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     CHECK(tf_device_count(&n) == TF_OK && n == 1);
     CHECK(tf_device_info(0, &p) == TF_ERROR_NOT_SUPPORTED);
     CHECK(strstr(tf_last_error_message(), "does not provide cuDeviceGetUuid") != NULL);

@@ -62,7 +62,7 @@ static void last_error_copies_into_caller_struct(void **state) {
     tf_error_info info;
     (void)state;
     tf_runtime_identity(NULL, NULL);
-    tf_error_info_init(&info);
+    tf_error_info_init(&info, sizeof info);
     assert_int_equal(info.struct_size, sizeof info);
     assert_ok(tf_last_error(&info));
     assert_int_equal(info.struct_size, sizeof info);
@@ -94,7 +94,7 @@ static void last_error_refuses_bad_struct(void **state) {
     info.struct_size = 2;
     assert_failure(tf_last_error(&info), TF_ERROR_INVALID_ARGUMENT, "tf_last_error",
                    "too small");
-    tf_error_info_init(NULL); /* ignored, no crash */
+    tf_error_info_init(NULL, 0); /* ignored, no crash */
 }
 
 static void *fail_on_other_thread(void *arg) {
@@ -117,7 +117,7 @@ static void last_error_is_per_thread(void **state) {
 static void long_messages_are_truncated_not_overrun(void **state) {
     tf_device_properties p;
     (void)state;
-    tf_device_properties_init(&p);
+    tf_device_properties_init(&p, sizeof p);
     p.struct_size = 1;
     tf_device_info(0, &p);
     assert_true(strlen(tf_last_error_message()) < TF_ERROR_MESSAGE_CAPACITY);

@@ -103,7 +103,7 @@ static void require_nvrtc(tf_runtime *rt) {
 
 static tf_launch_config blocks_for(uint32_t n) {
     tf_launch_config c;
-    tf_launch_config_init(&c);
+    tf_launch_config_init(&c, sizeof c);
     c.block_x = 256;
     c.grid_x = (n + 255) / 256;
     return c;
@@ -252,7 +252,7 @@ static void launch_failures(void **state) {
     args[0] = &d, args[1] = &value, args[2] = &n;
     assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
     assert_ok(tf_module_function(m, "tfd_fill_u32", &fill));
-    tf_launch_config_init(&c);
+    tf_launch_config_init(&c, sizeof c);
     c.grid_y = 0;
     assert_failure(tf_kernel_launch(rt, fill, &c, args), TF_ERROR_INVALID_ARGUMENT,
                    "tf_kernel_launch", "grid 1x0x1", "at least 1");
@@ -262,7 +262,7 @@ static void launch_failures(void **state) {
     c.struct_size = 4;
     assert_failure(tf_kernel_launch(rt, fill, &c, args), TF_ERROR_INVALID_ARGUMENT,
                    "tf_kernel_launch", "struct_size 4 is too small");
-    tf_launch_config_init(&c);
+    tf_launch_config_init(&c, sizeof c);
     raw_set_current_context(other);
     INJECT("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 1);
     assert_failure(tf_kernel_launch(rt, fill, &c, args), TF_ERROR_CUDA, "tf_kernel_launch",
@@ -306,7 +306,7 @@ static void faulting_kernel_poisons_the_runtime(void **state) {
     tf_launch_config c;
     (void)state;
     REQUIRE_DOUBLE();
-    tf_launch_config_init(&c);
+    tf_launch_config_init(&c, sizeof c);
     assert_ok(tf_module_load(rt, bad, sizeof bad, &m));
     assert_ok(tf_module_function(m, "tfd_illegal_address", &f));
     assert_ok(tf_kernel_launch(rt, f, &c, NULL));
@@ -328,7 +328,7 @@ static void faulting_kernel_poisons_the_runtime(void **state) {
 static tf_program *compile_ok(tf_runtime *rt, int target) {
     tf_compile_options o;
     tf_program *p = NULL;
-    tf_compile_options_init(&o);
+    tf_compile_options_init(&o, sizeof o);
     o.target = target;
     o.name = "add.cu";
     assert_ok(tf_program_compile(rt, kSource, &o, &p));
@@ -412,7 +412,7 @@ static void architecture_comes_from_the_device_or_the_options(void **state) {
     tfd()->tfd_set_attribute(-1, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 6);
     assert_ok(tf_runtime_new(0, &rt));
     compile_and_expect_target(rt, NULL, ".target sm_86");
-    tf_compile_options_init(&o);
+    tf_compile_options_init(&o, sizeof o);
     o.arch = 80;
     compile_and_expect_target(rt, &o, ".target sm_80");
     o.options = own_arch, o.option_count = 1; /* the caller's -arch wins */
@@ -435,11 +435,11 @@ static void compile_bad_arguments(void **state) {
                    "tf_program_compile", "source is NULL");
     assert_failure(tf_program_compile(rt, kSource, NULL, NULL), TF_ERROR_INVALID_ARGUMENT,
                    "tf_program_compile", "out is NULL");
-    tf_compile_options_init(&o);
+    tf_compile_options_init(&o, sizeof o);
     o.target = 2;
     assert_failure(tf_program_compile(rt, kSource, &o, &p), TF_ERROR_INVALID_ARGUMENT,
                    "tf_program_compile", "target 2");
-    tf_compile_options_init(&o);
+    tf_compile_options_init(&o, sizeof o);
     o.option_count = -1;
     assert_failure(tf_program_compile(rt, kSource, &o, &p), TF_ERROR_INVALID_ARGUMENT,
                    "tf_program_compile", "must not be negative");

@@ -37,7 +37,7 @@ static void release(void *resource, void *user_data) {
 
 static tf_retirement_stats stats(tf_runtime *rt) {
     tf_retirement_stats s;
-    tf_retirement_stats_init(&s);
+    tf_retirement_stats_init(&s, sizeof s);
     assert_ok(tf_workspace_stats(rt, &s));
     return s;
 }
@@ -45,7 +45,7 @@ static tf_retirement_stats stats(tf_runtime *rt) {
 static tf_runtime *runtime_with_capacity(uint32_t capacity) {
     tf_runtime *rt = NULL;
     tf_runtime_options o;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.retirement_capacity = capacity;
     assert_ok(tf_runtime_new_with_options(0, &o, &rt));
     return rt;
@@ -325,7 +325,7 @@ static void bad_arguments(void **state) {
     memset(&s, 0, sizeof s);
     assert_failure(tf_workspace_stats(rt, &s), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_stats",
                    "struct_size 0 is too small");
-    tf_retirement_stats_init(NULL);
+    tf_retirement_stats_init(NULL, 0);
     assert_ok(tf_runtime_release(rt));
 }
 

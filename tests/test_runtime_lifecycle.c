@@ -42,38 +42,38 @@ static void options_defaults_and_limits(void **state) {
     tf_runtime *rt = NULL;
     int32_t n = 0;
     (void)state;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     assert_int_equal(o.struct_size, sizeof o);
     assert_int_equal(o.stream_slots, TF_DEFAULT_STREAM_SLOTS);
     assert_true(o.cublas_workspace_bytes == TF_DEFAULT_CUBLAS_WORKSPACE_BYTES);
     assert_int_equal(o.retirement_capacity, TF_DEFAULT_RETIREMENT_CAPACITY);
     assert_int_equal(o.flags, 0);
-    tf_runtime_options_init(NULL);
+    tf_runtime_options_init(NULL, 0);
 
     o.stream_slots = 0;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "stream_slots 0");
+                   "tf_runtime_new_with_options", "stream_slots 0");
     o.stream_slots = TF_MAX_STREAM_SLOTS + 1;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "stream_slots 257");
+                   "tf_runtime_new_with_options", "stream_slots 257");
     o.stream_slots = 0xFFFFFFFFu;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "outside 1..256");
-    tf_runtime_options_init(&o);
+                   "tf_runtime_new_with_options", "outside 1..256");
+    tf_runtime_options_init(&o, sizeof o);
     o.retirement_capacity = 0;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "retirement_capacity 0");
-    tf_runtime_options_init(&o);
+                   "tf_runtime_new_with_options", "retirement_capacity 0");
+    tf_runtime_options_init(&o, sizeof o);
     o.flags = 4;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "flags");
-    tf_runtime_options_init(&o);
+                   "tf_runtime_new_with_options", "flags");
+    tf_runtime_options_init(&o, sizeof o);
     o.struct_size = 3;
     assert_failure(tf_runtime_new_with_options(0, &o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "struct_size 3");
+                   "tf_runtime_new_with_options", "struct_size 3");
     assert_null(rt);
 
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.stream_slots = TF_MAX_STREAM_SLOTS;
     assert_ok(tf_runtime_new_with_options(0, &o, &rt));
     assert_ok(tf_runtime_slot_count(rt, &n));
@@ -90,7 +90,7 @@ static void options_struct_size_is_versioned(void **state) {
     int32_t n = 0;
     (void)state;
     memset(buf, 0, sizeof buf);
-    tf_runtime_options_init(o);
+    tf_runtime_options_init(o, sizeof *o);
     o->stream_slots = 3;
     o->struct_size = (uint32_t)(offsetof(tf_runtime_options, stream_slots) + sizeof(uint32_t));
     o->retirement_capacity = 0; /* beyond struct_size: ignored, default used */
@@ -99,13 +99,13 @@ static void options_struct_size_is_versioned(void **state) {
     assert_int_equal(n, 3);
     assert_ok(tf_runtime_release(rt));
 
-    tf_runtime_options_init(o);
+    tf_runtime_options_init(o, sizeof *o);
     o->struct_size = sizeof buf;
     assert_ok(tf_runtime_new_with_options(0, o, &rt));
     assert_ok(tf_runtime_release(rt));
     buf[sizeof(tf_runtime_options) + 3] = 1;
     assert_failure(tf_runtime_new_with_options(0, o, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new", "does not know");
+                   "tf_runtime_new_with_options", "does not know");
 }
 
 static void ordinal_errors_list_the_devices(void **state) {
@@ -259,8 +259,8 @@ static void queries_describe_the_runtime(void **state) {
     void *ctx = NULL;
     int32_t n = 0, v = -1;
     (void)state;
-    tf_device_properties_init(&a);
-    tf_device_properties_init(&b);
+    tf_device_properties_init(&a, sizeof a);
+    tf_device_properties_init(&b, sizeof b);
     assert_ok(tf_runtime_device_info(rt, &a));
     assert_ok(tf_device_info(0, &b));
     assert_memory_equal(&a, &b, sizeof a);

@@ -57,7 +57,7 @@ void release_exception_is_logged(void **) {
     assert_int_equal(released, 1);
     assert_non_null(std::strstr(log, "release boom"));
     assert_string_equal(tf_last_error_operation(), "tf_runtime_retain");
-    tf_retirement_stats_init(&s);
+    tf_retirement_stats_init(&s, sizeof s);
     assert_ok(tf_workspace_stats(rt, &s));
     assert_int_equal(s.released, 1);
     assert_ok(tf_workspace_retire(rt, nullptr, release_throws, nullptr));

@@ -78,7 +78,7 @@ struct Harness {
         // (a newer caller) is still backed by memory; the tail is zero or not.
         alignas(8) unsigned char buf[128] = {0};
         tf_runtime_options &o = *reinterpret_cast<tf_runtime_options *>(buf);
-        tf_runtime_options_init(&o);
+        tf_runtime_options_init(&o, sizeof o);
         if (in.next(16) == 0) buf[sizeof o + in.next(8)] = 1;
         const uint32_t slot_choices[] = {0, 1, 2, 8, 256, 257, 0xffffffffu};
         o.stream_slots = slot_choices[in.next(7)];
@@ -104,7 +104,7 @@ struct Harness {
         int32_t v = 0;
         void *p = nullptr;
         tf_device_properties props;
-        tf_device_properties_init(&props);
+        tf_device_properties_init(&props, sizeof props);
         if (in.next(4) == 0) props.struct_size = in.next(sizeof props + 1);
         check(tf_runtime_identity(rt, in.next(8) ? &u : nullptr));
         check(tf_runtime_allocation_domain(rt, &u));
@@ -154,7 +154,7 @@ struct Harness {
             case 11: {
                 int32_t n = 0;
                 tf_device_properties props;
-                tf_device_properties_init(&props);
+                tf_device_properties_init(&props, sizeof props);
                 D->tfd_set_devices(static_cast<int>(in.next(4)));
                 check(tf_device_count(in.next(8) ? &n : nullptr));
                 check(tf_device_info(static_cast<int32_t>(in.next(6)) - 1, &props));

@@ -181,7 +181,7 @@ tf_runtime *new_runtime_with_slots(uint32_t slots) {
     tf_runtime *rt = NULL;
     tf_runtime_options o;
     tf_status st;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.stream_slots = slots;
     st = tf_runtime_new_with_options(0, &o, &rt);
     if (st != TF_OK) fail_msg("tf_runtime_new: %s", tf_last_error_message());

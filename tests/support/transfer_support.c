@@ -10,7 +10,7 @@
 tf_runtime *runtime_with(uint32_t slots, uint32_t download_threads, uint32_t download_chunk_bytes) {
     tf_runtime *rt = NULL;
     tf_runtime_options o;
-    tf_runtime_options_init(&o);
+    tf_runtime_options_init(&o, sizeof o);
     o.stream_slots = slots;
     o.download_threads = download_threads;
     o.download_chunk_bytes = download_chunk_bytes;
