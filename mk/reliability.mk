@@ -3,3 +3,4 @@
 .PHONY: fault-coverage
 fault-coverage:
 	@tools/fault-coverage
+CHECK_TARGETS += fault-coverage

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "log.h"
 #include "nvrtc_library.h"
 #include "runtime_call.h"
 #include "struct_io.h"
@@ -65,11 +66,18 @@ std::vector<const char *> nvrtc_options(const tf_compile_options &o, int device_
     return all;
 }
 
-// Destroys the NVRTC program on every exit path.
+// Destroys the NVRTC program on every exit path; a refusal leaks it (host
+// memory only) and is logged, since the call's own result stands.
 struct ProgramGuard {
     const tf::NvrtcApi &api;
     nvrtcProgram prog;
-    ~ProgramGuard() { api.destroy(&prog); }
+    ~ProgramGuard() {
+        nvrtcResult r = api.destroy(&prog);
+        if (r != NVRTC_SUCCESS)
+            tf::log(TF_LOG_WARNING, "tf_program_compile: nvrtcDestroyProgram failed: %s (%d); "
+                    "the NVRTC program is leaked", tf::nvrtc_result_name(api, r),
+                    static_cast<int>(r));
+    }
 };
 
 // One NVRTC output (the log, PTX or CUBIN) and its size/copy pair.
@@ -127,7 +135,8 @@ tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
         return tf::fail(TF_ERROR_COMPILE, op, "nvrtcCompileProgram", TF_CODE_NVRTC, compiled,
                         "NVRTC rejected the program: %s (%d); the whole log is in the returned "
                         "program (tf_program_log); it starts: %.300s",
-                        api.error_string(compiled), static_cast<int>(compiled), text.c_str());
+                        tf::nvrtc_result_name(api, compiled), static_cast<int>(compiled),
+                        text.c_str());
     }
     if (compiled != NVRTC_SUCCESS)
         return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, "nvrtcCompileProgram", compiled);

@@ -39,11 +39,15 @@ const NvrtcApi *load_nvrtc(const char *op) { return loaded().require(op); }
 
 bool nvrtc_loadable() { return loaded().lib.status == TF_OK; }
 
+const char *nvrtc_result_name(const NvrtcApi &api, nvrtcResult r) {
+    const char *name = api.error_string(r);
+    return name ? name : "NVRTC result";
+}
+
 tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *op, const char *call,
                      nvrtcResult r) {
-    const char *name = api.error_string(r);
     return fail(status, op, call, TF_CODE_NVRTC, static_cast<int32_t>(r),
-                "NVRTC %s failed: %s (%d)", call, name ? name : "NVRTC result",
+                "NVRTC %s failed: %s (%d)", call, nvrtc_result_name(api, r),
                 static_cast<int>(r));
 }
 

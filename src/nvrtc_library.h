@@ -35,6 +35,9 @@ bool nvrtc_loadable();
 // Records "<op>: NVRTC <call> failed: NVRTC_ERROR_X (n)" with code domain
 // TF_CODE_NVRTC as `status` (TF_ERROR_PROVIDER unless the caller knows
 // better).
+// "NVRTC_ERROR_X", or "NVRTC result" when NVRTC cannot name it.
+const char *nvrtc_result_name(const NvrtcApi &api, nvrtcResult r);
+
 tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *op, const char *call,
                      nvrtcResult r) __attribute__((cold, noinline));
 

@@ -328,16 +328,20 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value)
     });
 }
 
+// The name and text functions cannot report a failure: an injected one makes
+// them answer NULL, as a cuBLAS that cannot name a status might.
 const char *cublasGetStatusName(cublasStatus_t status)
 {
-    tfd_enter("cublasGetStatusName");
+    if (tfd_enter("cublasGetStatusName") != 0)
+        return nullptr;
     const StatusText *t = find_status(raw_enum(status));
     return t == nullptr ? "<unknown>" : t->name;
 }
 
 const char *cublasGetStatusString(cublasStatus_t status)
 {
-    tfd_enter("cublasGetStatusString");
+    if (tfd_enter("cublasGetStatusString") != 0)
+        return nullptr;
     const StatusText *t = find_status(raw_enum(status));
     return t == nullptr ? "unknown error" : t->text;
 }

@@ -375,9 +375,11 @@ using namespace tfd;
 
 extern "C" {
 
+// Cannot report a failure: an injected one makes it answer NULL.
 const char *nvrtcGetErrorString(nvrtcResult result)
 {
-    tfd_enter("nvrtcGetErrorString");
+    if (tfd_enter("nvrtcGetErrorString") != 0)
+        return nullptr;
     size_t n = sizeof kResultNames / sizeof kResultNames[0];
     int i = raw_enum(result);
     return i >= 0 && size_t(i) < n ? kResultNames[i] : "NVRTC_ERROR unknown";
