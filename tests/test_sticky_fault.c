@@ -1,0 +1,108 @@
+/* A sticky device fault: a kernel writes an illegal address.  Every later
+ * call on the runtime reports TF_ERROR_DEVICE_FAULT with the original cause,
+ * the last release leaks quietly, and the process exits normally.
+ *
+ * On the H200 the kernel really stores to an unmapped address; the driver
+ * double knows the kernel's name and poisons the context with the same code
+ * (CUDA_ERROR_ILLEGAL_ADDRESS).  The fault ruins the device's primary
+ * context for the whole process, so it runs in a child process. */
+#include <stdio.h>
+#include <string.h>
+
+#include "support/test_support.h"
+
+static const char kIllegalStore[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry tfd_illegal_address()\n"
+    "{\n"
+    "\t.reg .b64 %rd<2>;\n"
+    "\t.reg .b32 %r<2>;\n"
+    "\tmov.u64 %rd1, 4096;\n"
+    "\tmov.u32 %r1, 7;\n"
+    "\tst.global.u32 [%rd1], %r1;\n"
+    "\tret;\n"
+    "}\n";
+
+static int32_t noop(void *user_data) {
+    (void)user_data;
+    return 0;
+}
+
+static int32_t noop_cublas(void *handle, void *stream, void *user_data) {
+    (void)handle;
+    (void)stream;
+    (void)user_data;
+    return 0;
+}
+
+static char warnings[4096];
+static void collect(int32_t level, const char *message, void *user_data) {
+    (void)level;
+    (void)user_data;
+    strncat(warnings, message, sizeof warnings - strlen(warnings) - 2);
+    strcat(warnings, "\n");
+}
+
+/* Exit 0 only if every check holds; otherwise the line of the first that did
+ * not (a distinct exit status per check). */
+static int fault_then_refuse_then_leak_quietly(void) {
+    tf_runtime *rt = NULL;
+    tf_module *m = NULL;
+    void *f = NULL, *stream = NULL;
+    tf_launch_config c;
+    uint64_t dev = 0, got = 0;
+    SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
+    SCENARIO_CHECK(tf_alloc(rt, 64, &dev) == TF_OK);
+    SCENARIO_CHECK(tf_module_load(rt, kIllegalStore, sizeof kIllegalStore, &m) == TF_OK);
+    SCENARIO_CHECK(tf_module_function(m, "tfd_illegal_address", &f) == TF_OK);
+    tf_launch_config_init(&c, sizeof c);
+    SCENARIO_CHECK(tf_kernel_launch(rt, f, &c, NULL) == TF_OK);
+    /* The fault surfaces at the next wait. */
+    SCENARIO_CHECK(tf_runtime_sync(rt) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_last_error_code() == CUDA_ERROR_ILLEGAL_ADDRESS);
+    SCENARIO_CHECK(strstr(tf_last_error_message(), "CUDA_ERROR_ILLEGAL_ADDRESS (700)") != NULL);
+    /* From now on every call that touches the device refuses, naming the cause. */
+    SCENARIO_CHECK(tf_with_context(rt, noop, NULL) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(strstr(tf_last_error_message(), "unusable") != NULL);
+    SCENARIO_CHECK(strstr(tf_last_error_message(), "(700)") != NULL);
+    SCENARIO_CHECK(tf_runtime_stream(rt, &stream) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_download_scalar(rt, dev, &got, 4) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_upload(rt, &got, dev, 4) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, noop_cublas, NULL) ==
+                   TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_kernel_launch(rt, f, &c, NULL) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(tf_runtime_sync(rt) == TF_ERROR_DEVICE_FAULT);
+    SCENARIO_CHECK(raw_current_context() == NULL);
+    /* Releasing everything leaks quietly: no warning. */
+    SCENARIO_CHECK(tf_set_log_callback(collect, NULL) == TF_OK);
+    tf_free(rt, dev); /* refused too; the memory goes with the context */
+    SCENARIO_CHECK(tf_module_release(m) == TF_OK);
+    SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
+    if (warnings[0]) {
+        fprintf(stderr, "teardown after a fault was not quiet:\n%s", warnings);
+        return 90;
+    }
+    return 0;
+}
+
+static const struct child_scenario scenarios[] = {
+    {"fault_then_refuse_then_leak_quietly", fault_then_refuse_then_leak_quietly},
+    {NULL, NULL}};
+
+static void illegal_address_is_sticky_and_quiet(void **state) {
+    int rc;
+    (void)state;
+    rc = run_child("fault_then_refuse_then_leak_quietly", NULL);
+    if (rc != 0) fail_msg("the child exited with %d (a failed check's line, or a crash)", rc);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(illegal_address_is_sticky_and_quiet),
+    };
+    child_dispatch(scenarios);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
