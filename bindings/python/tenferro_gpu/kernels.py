@@ -15,9 +15,9 @@ alive.
 
 import ctypes
 import enum
-import weakref
 
 from . import _capi, errors
+from ._owned import Owned
 from .memory import DeviceBuffer
 
 
@@ -27,41 +27,7 @@ class CompileTarget(enum.IntEnum):
     CUBIN = 1    # a CUBIN for sm_XY, loaded without JIT
 
 
-class _Owned:
-    """One reference to a library object, released by `_release(handle)`."""
-
-    __slots__ = ("_handle", "_finalizer", "__weakref__")
-    _kind = "object"
-
-    def _own(self, handle, release, *extra):
-        self._handle = handle
-        self._finalizer = weakref.finalize(self, release, handle, *extra)
-
-    @property
-    def handle(self):
-        """The library's pointer as an integer (borrowed)."""
-        if not self._finalizer.alive:
-            raise ValueError(f"the tenferro_gpu.{self._kind} is closed")
-        return self._handle
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        """Release this reference.  Idempotent."""
-        if self._finalizer.alive:
-            _capi.check(self._finalizer() or 0)
-
-    def __enter__(self):
-        self.handle
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-
-class Program(_Owned):
+class Program(Owned):
     """The result of Runtime.compile(): NVRTC's image and log (tf_program)."""
 
     __slots__ = ()
@@ -87,7 +53,7 @@ class Program(_Owned):
         return out.value.decode("utf-8", "replace")
 
 
-class Module(_Owned):
+class Module(Owned):
     """A loaded module (tf_module) of one runtime."""
 
     __slots__ = ()
@@ -110,7 +76,7 @@ def _release_kernel_module(module_handle):
     return _capi.api().tf_module_release(module_handle)
 
 
-class Kernel(_Owned):
+class Kernel(Owned):
     """A kernel (CUfunction) of a Module.  It holds its own reference to the
     module (tf_module_retain), so it stays valid after the Module closes."""
 

@@ -16,9 +16,10 @@ import weakref
 
 from . import _callbacks, _capi
 from ._buffers import borrow
+from ._owned import Owned
 
 
-def _release_buffer(owner, ptr, slot):
+def _freed_by(ptr, owner, slot):
     """Free `ptr` in order on stream slot `slot` of `owner` (a Runtime the
     buffer holds), whichever thread runs this, then drop `owner`.  Returns
     the tf_free status.
@@ -48,7 +49,7 @@ def _release_buffer(owner, ptr, slot):
         owner.close()
 
 
-class DeviceBuffer:
+class DeviceBuffer(Owned):
     """`nbytes` of device memory from tf_alloc, owned by this object.
 
     free() (or leaving a `with` block, or garbage collection) releases it
@@ -65,7 +66,8 @@ class DeviceBuffer:
     uninitialized.
     """
 
-    __slots__ = ("_runtime", "_ptr", "_nbytes", "_slot", "_finalizer", "__weakref__")
+    __slots__ = ("_runtime", "_nbytes", "_slot")
+    _kind, _closed_word = "DeviceBuffer", "freed"
 
     def __init__(self, runtime, nbytes):
         api = _capi.api()
@@ -78,16 +80,14 @@ class DeviceBuffer:
         except BaseException:
             owner.close()
             raise
-        self._runtime, self._ptr, self._nbytes, self._slot = owner, out.value, nbytes, slot
-        self._finalizer = weakref.finalize(self, _release_buffer, owner, out.value, slot)
+        self._runtime, self._nbytes, self._slot = owner, nbytes, slot
+        self._own(out.value, _freed_by, owner, slot)
 
     @property
     def ptr(self):
         """The device address (a CUdeviceptr) as an integer; 0 for an empty
         buffer.  Raises ValueError once freed."""
-        if not self._finalizer.alive:
-            raise ValueError("the tenferro_gpu.DeviceBuffer was freed")
-        return self._ptr
+        return self.handle
 
     @property
     def nbytes(self):
@@ -110,16 +110,13 @@ class DeviceBuffer:
 
     @property
     def freed(self):
-        return not self._finalizer.alive
+        return self.closed
 
     def free(self):
         """Release the memory (tf_free) in order on the allocating slot.
         Idempotent.  Raises the library's error if tf_free failed (the
         memory is then leaked, never freed twice)."""
-        if self._finalizer.alive:
-            _capi.check(self._finalizer())
-
-    close = free
+        self.close()
 
     def retire(self):
         """Free the memory once the device has finished the work queued so
@@ -130,13 +127,11 @@ class DeviceBuffer:
         If the library cannot retire it (an error other than
         InvalidArgumentError), the memory is leaked, as the device may
         still use it, and the error raised."""
-        if not self._finalizer.alive:
-            raise ValueError("the tenferro_gpu.DeviceBuffer was freed")
+        self.handle
         free = self._finalizer.detach()[2]
-        owner = self._runtime
-        st = _retire_free(owner, free)
+        st = _retire_free(self._runtime, free)
         if st in (1, 2):  # INVALID_ARGUMENT / INVALID_HANDLE: still ours
-            self._finalizer = weakref.finalize(self, _release_buffer, *free)
+            self._finalizer = weakref.finalize(self, _freed_by, *free)
         _capi.check(st)
 
     def upload(self, src, offset=0):
@@ -150,25 +145,18 @@ class DeviceBuffer:
             dst = bytearray(self._nbytes - min(offset, self._nbytes))
         return self._runtime.download(self, dst, offset=offset)
 
-    def __enter__(self):
-        self.ptr
-        return self
-
-    def __exit__(self, *exc_info):
-        self.free()
-
     def __repr__(self):
         if self.freed:
             return f"<tenferro_gpu.DeviceBuffer {self._nbytes} bytes (freed)>"
         return (f"<tenferro_gpu.DeviceBuffer {self._nbytes} bytes at "
-                f"0x{self._ptr:x} slot={self._slot}>")
+                f"0x{self._handle:x} slot={self._slot}>")
 
 
 def _retire_free(owner, free_args):
-    """Hand _release_buffer(*free_args) to owner's retirement queue."""
+    """Hand _freed_by(*free_args) to owner's retirement queue."""
     api = _capi.api()
     return _callbacks.retirement(api.tf_workspace_retire, (owner.handle,),
-                                 _capi.RELEASE_FN, _release_buffer, free_args)
+                                 _capi.RELEASE_FN, _freed_by, free_args)
 
 
 def _address(device, offset, nbytes, name):

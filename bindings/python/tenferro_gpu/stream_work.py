@@ -5,9 +5,9 @@ streams")."""
 import ctypes
 import dataclasses
 import enum
-import weakref
 
 from . import _callbacks, _capi
+from ._owned import Owned
 
 
 class PointerMode(enum.IntEnum):
@@ -63,7 +63,7 @@ _CUBLAS = _callbacks.trampoline(_capi.CUBLAS_FN, status_of=_callbacks.cublas_sta
 _STREAM = _callbacks.trampoline(_capi.STREAM_FN)
 
 
-class Event:
+class Event(Owned):
     """A CUDA event of one runtime (tf_event), for ordering work across
     slots, runtimes of one device, or with the host:
 
@@ -77,11 +77,12 @@ class Event:
     clone() adds one.  The event keeps its runtime alive.
     """
 
-    __slots__ = ("_handle", "_runtime", "_finalizer", "__weakref__")
+    __slots__ = ("_runtime",)
+    _kind = "Event"
 
     def __init__(self, runtime, handle):
-        self._handle, self._runtime = handle, runtime
-        self._finalizer = weakref.finalize(self, _release_event, handle, runtime)
+        self._runtime = runtime
+        self._own(handle, _release_event, runtime)
 
     @classmethod
     def _new(cls, runtime):
@@ -93,29 +94,6 @@ class Event:
             owner.close()
             raise
         return cls(owner, out.value)
-
-    @property
-    def handle(self):
-        """The tf_event * as an integer (borrowed)."""
-        if not self._finalizer.alive:
-            raise ValueError("the tenferro_gpu.Event is closed")
-        return self._handle
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        """Release this reference (tf_event_release).  Idempotent."""
-        if self._finalizer.alive:
-            _capi.check(self._finalizer())
-
-    def __enter__(self):
-        self.handle
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
 
     def clone(self):
         """Another Event object on the same event (tf_event_retain)."""
