@@ -33,7 +33,7 @@ def test_gemm_through_the_binding_equals_torch_matmul(rt, torch_slot_stream, tor
         c = torch.empty((m, n), device="cuda", dtype=dtype)
     # torch's tensors are plain device addresses to the binding; the slot
     # stream orders their creation before the product
-    tg.blas.matmul(rt, a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, dtype=dtype)
+    tg.blas.matmul(rt, a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, dtype=dtype_name)
     rt.sync()
     want = torch.matmul(a.double(), b.double()).to(dtype)
     tol = 1e-3 * k ** 0.5 if dtype_name == "float32" else 1e-10 * k
