@@ -4,9 +4,19 @@
 #   make rust-test-bin     build the test binary without running it and copy
 #                          it to $(BUILD)/rust-tests/tenferro_gpu_suite (and the
 #                          example to .../hello), for a GPU machine without a
-#                          Rust toolchain: run it there with LD_LIBRARY_PATH at
-#                          the library, TF_TEST_MODE=gpu and --skip double_
-#                          --skip source_ --test-threads=1
+#                          Rust toolchain (tools/gpu-bundle puts them in
+#                          .gpu/rust/).  Run it there as
+#
+#     TF_TEST_MODE=gpu LD_LIBRARY_PATH=<libtenferro_gpu dir>:<cuBLAS/NVRTC dirs> \
+#       .gpu/rust/tenferro_gpu_suite --test-threads=1 --skip double_ --skip source_
+#
+#                          Tests that need the driver double are named double_*,
+#                          tests that read the repository's sources source_*;
+#                          libtest's --skip matches any part of the full name
+#                          (memory::double_..., source::source_...), so those two
+#                          flags leave out exactly them.  Every other test runs
+#                          there against the real driver, cuBLAS and NVRTC: GEMM
+#                          against a CPU reference, transfers, an NVRTC kernel.
 #   build.rs finds the library through the Makefile's uninstalled .pc
 #   ($(PC_UNINSTALLED), libdir $(BUILD)/lib).
 #
@@ -43,5 +53,8 @@ rust-test-bin: lib $(BUILD_PC)
 	cp "$$exe" $(BUILD)/rust-tests/tenferro_gpu_suite; \
 	cp $(RUST_TARGET_DIR)/debug/examples/hello $(BUILD)/rust-tests/hello; \
 	echo "$(BUILD)/rust-tests/tenferro_gpu_suite (from $$exe) and $(BUILD)/rust-tests/hello"
+
+# The GPU run's filter, for scripts: $(RUST_GPU_SKIP).
+RUST_GPU_SKIP := --skip double_ --skip source_
 
 CHECK_TARGETS += check-rust

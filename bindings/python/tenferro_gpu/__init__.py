@@ -1,12 +1,17 @@
 """tenferro-gpu for Python: drive one CUDA device's runtime (its primary
-context, per-thread stream slots) through libtenferro_gpu.so.1.
+context, per-thread stream slots, cuBLAS, transfers, kernels) through
+libtenferro_gpu.so.1.
 
+    import numpy as np
     import tenferro_gpu as tg
 
     if tg.gpu_available():
         with tg.Runtime(0) as rt:
-            rt.with_context(lambda: ...)   # the primary context is current here
+            a = rt.alloc(4 * 6)                    # a DeviceBuffer
+            a.upload(np.arange(6, dtype=np.float32))
+            b = a.download(np.empty(6, np.float32))
             stream = rt.stream()           # this thread's CUstream, as an int
+            rt.with_context(lambda: ...)   # the primary context is current here
             rt.sync()
 
 Every failure raises a TenferroError subclass named for its status
@@ -15,7 +20,7 @@ library's record: status, operation, call, code, code_domain, message.
 See docs/python.md.
 """
 
-from . import _capi
+from . import _capi, blas
 from ._capi import MissingFunctionError
 from ._library import ENV_LIBRARY, SONAME, LoadError
 from .devices import (DeviceProperties, device_count, device_info, devices,
@@ -27,8 +32,12 @@ from .errors import (CallbackError, CodeDomain, CompileError, CudaError,
                      LibraryNotFoundError, NoDeviceError, NotSupportedError,
                      OutOfMemoryError, ProviderError, RuntimeStateError,
                      Status, TenferroError, error_class, error_from_info)
+from .kernels import CompileTarget, Kernel, Module, Program
 from .log import LogLevel, log_to_logging, set_log_callback
+from .memory import DeviceBuffer
 from .runtime import Capability, Runtime
+from .stream_work import (Event, PointerMode, RetirementStats, cublas_function,
+                          cublas_symbol, cublas_version)
 
 __version__ = "1.0.0"
 
@@ -72,15 +81,17 @@ def clear_last_error():
 
 
 __all__ = [
-    "CallbackError", "Capability", "CodeDomain", "CompileError", "CudaError",
-    "DeviceFaultError", "DeviceProperties", "DeviceUnavailableError",
-    "DriverNotFoundError", "DriverStubError", "DriverTooOldError",
-    "ENV_LIBRARY", "InternalError", "InvalidArgumentError",
-    "InvalidHandleError", "LibraryNotFoundError", "LoadError", "LogLevel",
-    "MissingFunctionError", "NoDeviceError", "NotSupportedError",
-    "OutOfMemoryError", "ProviderError", "Runtime", "RuntimeStateError",
-    "SONAME", "Status", "TenferroError", "clear_last_error", "device_count",
-    "device_info", "devices", "error_class", "gpu_available", "last_error",
-    "library_path", "library_version", "library_version_string",
+    "CallbackError", "Capability", "CodeDomain", "CompileError",
+    "CompileTarget", "CudaError", "DeviceBuffer", "DeviceFaultError",
+    "DeviceProperties", "DeviceUnavailableError", "DriverNotFoundError",
+    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event",
+    "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel",
+    "LibraryNotFoundError", "LoadError", "LogLevel", "MissingFunctionError",
+    "Module", "NoDeviceError", "NotSupportedError", "OutOfMemoryError",
+    "PointerMode", "Program", "ProviderError", "RetirementStats", "Runtime",
+    "RuntimeStateError", "SONAME", "Status", "TenferroError", "blas",
+    "clear_last_error", "cublas_function", "cublas_symbol", "cublas_version",
+    "device_count", "device_info", "devices", "error_class", "gpu_available",
+    "last_error", "library_path", "library_version", "library_version_string",
     "log_to_logging", "set_log_callback", "status_string",
 ]

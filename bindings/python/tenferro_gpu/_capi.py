@@ -10,7 +10,7 @@ with MissingFunctionError, so the rest of the binding keeps working.
 
 import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int32,
-                    c_uint8, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
 from . import _library, errors
 
@@ -19,6 +19,7 @@ from . import _library, errors
 ERROR_NAME_CAPACITY = 64          # TF_ERROR_NAME_CAPACITY
 ERROR_MESSAGE_CAPACITY = 512      # TF_ERROR_MESSAGE_CAPACITY
 DEVICE_NAME_CAPACITY = 256        # TF_DEVICE_NAME_CAPACITY
+SCALAR_DOWNLOAD_MAX_BYTES = 16    # TF_SCALAR_DOWNLOAD_MAX_BYTES
 
 # ---- structs (each starts with struct_size, set by its *_init) -----------
 
@@ -61,7 +62,57 @@ class RuntimeOptionsStruct(Structure):
         ("cublas_workspace_bytes", c_uint64),
         ("retirement_capacity", c_uint32),
         ("flags", c_uint32),
+        ("download_threads", c_uint32),
+        ("download_chunk_bytes", c_uint32),
     ]
+
+
+class RetirementStatsStruct(Structure):
+    """struct tf_retirement_stats"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("capacity", c_uint32),
+        ("deferred", c_uint64),
+        ("released", c_uint64),
+        ("barrier_fallbacks", c_uint64),
+        ("leaked", c_uint64),
+        ("in_flight", c_uint64),
+        ("max_in_flight", c_uint64),
+    ]
+
+
+class LaunchConfigStruct(Structure):
+    """struct tf_launch_config"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("grid_x", c_uint32),
+        ("grid_y", c_uint32),
+        ("grid_z", c_uint32),
+        ("block_x", c_uint32),
+        ("block_y", c_uint32),
+        ("block_z", c_uint32),
+        ("shared_memory_bytes", c_uint32),
+    ]
+
+
+class CompileOptionsStruct(Structure):
+    """struct tf_compile_options"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("target", c_int32),
+        ("arch", c_int32),
+        ("option_count", c_int32),
+        ("options", POINTER(c_char_p)),
+        ("name", c_char_p),
+    ]
+
+
+def new_struct(struct_type, init):
+    """A struct_type initialised by its *_init function with the binding's
+    own sizeof, so the library writes only the fields this binding knows."""
+    value = struct_type()
+    init(ctypes.byref(value), ctypes.sizeof(struct_type))
+    return value
 
 
 # ---- callback types ------------------------------------------------------
@@ -70,11 +121,20 @@ class RuntimeOptionsStruct(Structure):
 WITH_CONTEXT_FN = CFUNCTYPE(c_int32, c_void_p)
 # tf_log_fn
 LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+# int32_t (*fn)(void *cublas_handle, void *stream, void *user_data)
+CUBLAS_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_void_p)
+# int32_t (*fn)(void *stream, void *user_data) of tf_stream_enqueue
+STREAM_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p)
+# void (*release)(void *resource, void *user_data) of tf_workspace_retire
+RELEASE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 
 # ---- prototypes ----------------------------------------------------------
 
 status = c_int32          # tf_status
 runtime_p = c_void_p      # tf_runtime *
+event_p = c_void_p        # tf_event *
+module_p = c_void_p       # tf_module *
+program_p = c_void_p      # tf_program *
 
 PROTOTYPES = (
     # Version
@@ -83,17 +143,19 @@ PROTOTYPES = (
     # Statuses and errors
     ("tf_status_string", c_char_p, (status,)),
     ("tf_clear_last_error", None, ()),
-    ("tf_error_info_init", None, (POINTER(ErrorInfo),)),
+    ("tf_error_info_init", None, (POINTER(ErrorInfo), c_size_t)),
     ("tf_last_error", status, (POINTER(ErrorInfo),)),
     # Logging
     ("tf_set_log_callback", status, (LOG_FN, c_void_p)),
     # Devices
-    ("tf_device_properties_init", None, (POINTER(DevicePropertiesStruct),)),
+    ("tf_device_properties_init", None,
+     (POINTER(DevicePropertiesStruct), c_size_t)),
     ("tf_gpu_available", c_int32, ()),
     ("tf_device_count", status, (POINTER(c_int32),)),
     ("tf_device_info", status, (c_int32, POINTER(DevicePropertiesStruct))),
     # Runtime
-    ("tf_runtime_options_init", None, (POINTER(RuntimeOptionsStruct),)),
+    ("tf_runtime_options_init", None,
+     (POINTER(RuntimeOptionsStruct), c_size_t)),
     ("tf_runtime_new", status, (c_int32, POINTER(runtime_p))),
     ("tf_runtime_new_with_options", status,
      (c_int32, POINTER(RuntimeOptionsStruct), POINTER(runtime_p))),
@@ -113,7 +175,46 @@ PROTOTYPES = (
     ("tf_with_context", status, (runtime_p, WITH_CONTEXT_FN, c_void_p)),
     ("tf_runtime_sync", status, (runtime_p,)),
     # Work on the slot streams: cuBLAS, any library, kernels, retirement
+    ("tf_cublas_enqueue", status, (runtime_p, c_int32, CUBLAS_FN, c_void_p)),
+    ("tf_cublas_symbol", status, (c_char_p, POINTER(c_void_p))),
+    ("tf_cublas_version", status, (POINTER(c_int32),)),
+    ("tf_stream_enqueue", status, (runtime_p, STREAM_FN, c_void_p)),
+    ("tf_slot_wait", status, (runtime_p, c_int32)),
+    ("tf_event_new", status, (runtime_p, POINTER(event_p))),
+    ("tf_event_retain", status, (event_p,)),
+    ("tf_event_release", status, (event_p,)),
+    ("tf_event_record", status, (runtime_p, event_p)),
+    ("tf_event_wait", status, (runtime_p, event_p)),
+    ("tf_event_synchronize", status, (event_p,)),
+    ("tf_event_query", status, (event_p, POINTER(c_int32))),
+    ("tf_workspace_retire", status, (runtime_p, c_void_p, RELEASE_FN, c_void_p)),
+    ("tf_workspace_poll", status, (runtime_p,)),
+    ("tf_retirement_stats_init", None,
+     (POINTER(RetirementStatsStruct), c_size_t)),
+    ("tf_workspace_stats", status, (runtime_p, POINTER(RetirementStatsStruct))),
+    ("tf_module_load", status, (runtime_p, c_void_p, c_size_t, POINTER(module_p))),
+    ("tf_module_retain", status, (module_p,)),
+    ("tf_module_release", status, (module_p,)),
+    ("tf_module_function", status, (module_p, c_char_p, POINTER(c_void_p))),
+    ("tf_function_set_attribute", status, (module_p, c_void_p, c_int32, c_int32)),
+    ("tf_launch_config_init", None, (POINTER(LaunchConfigStruct), c_size_t)),
+    ("tf_kernel_launch", status,
+     (runtime_p, c_void_p, POINTER(LaunchConfigStruct), POINTER(c_void_p))),
+    ("tf_compile_options_init", None, (POINTER(CompileOptionsStruct), c_size_t)),
+    ("tf_program_compile", status,
+     (runtime_p, c_char_p, POINTER(CompileOptionsStruct), POINTER(program_p))),
+    ("tf_program_image", status, (program_p, POINTER(c_void_p), POINTER(c_size_t))),
+    ("tf_program_log", status, (program_p, POINTER(c_char_p))),
+    ("tf_program_release", None, (program_p,)),
     # Device memory and transfers
+    ("tf_alloc", status, (runtime_p, c_size_t, POINTER(c_uint64))),
+    ("tf_free", status, (runtime_p, c_uint64)),
+    ("tf_upload", status, (runtime_p, c_void_p, c_uint64, c_size_t)),
+    ("tf_copy", status, (runtime_p, c_uint64, c_uint64, c_size_t)),
+    ("tf_peer_copy_available", status, (runtime_p, runtime_p, POINTER(c_int32))),
+    ("tf_peer_copy", status, (runtime_p, c_uint64, runtime_p, c_uint64, c_size_t)),
+    ("tf_download_scalar", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
+    ("tf_download", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
 )
 
 
@@ -169,8 +270,7 @@ def api():
 def last_error_info():
     """The calling thread's whole error record, copied in one call."""
     a = api()
-    info = ErrorInfo()
-    a.tf_error_info_init(ctypes.byref(info))
+    info = new_struct(ErrorInfo, a.tf_error_info_init)
     a.tf_last_error(ctypes.byref(info))
     return info
 
@@ -204,3 +304,7 @@ def uint32(value, name):
 
 def uint64(value, name):
     return _integer(value, name, 0, (1 << 64) - 1, "uint64_t")
+
+
+def size(value, name):
+    return _integer(value, name, 0, (1 << (8 * ctypes.sizeof(c_size_t))) - 1, "size_t")

@@ -44,8 +44,7 @@ class DeviceProperties:
 def _query(fill):
     """Run fill(api, byref(struct)) -> status on an initialised struct."""
     api = _capi.api()
-    s = _capi.DevicePropertiesStruct()
-    api.tf_device_properties_init(ctypes.byref(s))
+    s = _capi.new_struct(_capi.DevicePropertiesStruct, api.tf_device_properties_init)
     _capi.check(fill(api, ctypes.byref(s)))
     return DeviceProperties._from_struct(s)
 

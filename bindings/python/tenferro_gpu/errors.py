@@ -154,7 +154,10 @@ class DeviceFaultError(TenferroError):
 
 
 class CompileError(TenferroError):
-    """TF_ERROR_COMPILE"""
+    """TF_ERROR_COMPILE: NVRTC rejected the source.  Runtime.compile() sets
+    `log` to NVRTC's whole log (the message has only its start)."""
+
+    log = ""
 
 
 class InternalError(TenferroError):

@@ -6,7 +6,10 @@ import enum
 import weakref
 
 from . import _callbacks, _capi
-from .devices import DeviceProperties, _query
+from .devices import _query
+from .kernels import KernelsMixin
+from .memory import TransfersMixin
+from .stream_work import StreamWorkMixin
 
 
 class Capability(enum.IntEnum):
@@ -26,23 +29,26 @@ _OPTION_TYPES = {
     "stream_slots": _capi.uint32,
     "cublas_workspace_bytes": _capi.uint64,
     "retirement_capacity": _capi.uint32,
+    "download_threads": _capi.uint32,
+    "download_chunk_bytes": _capi.uint32,
 }
 
 
 def _options(api, given):
     """A tf_runtime_options at the library's defaults, with `given` set."""
-    opts = _capi.RuntimeOptionsStruct()
-    api.tf_runtime_options_init(ctypes.byref(opts))
+    opts = _capi.new_struct(_capi.RuntimeOptionsStruct, api.tf_runtime_options_init)
     for name, value in given.items():
         setattr(opts, name, _OPTION_TYPES[name](value, name))
     return opts
 
 
-class Runtime:
+class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
     """A reference to a tenferro-gpu runtime (tf_runtime *).
 
     Runtime(ordinal) creates a runtime on a device; keyword options override
-    the library's defaults (None keeps the default):
+    the library's defaults (None keeps the default): stream_slots,
+    cublas_workspace_bytes, retirement_capacity, download_threads,
+    download_chunk_bytes (tf_runtime_options documents each):
 
         with tenferro_gpu.Runtime(0, stream_slots=4) as rt:
             rt.with_context(work)
@@ -58,18 +64,26 @@ class Runtime:
     count); bind_slot() gives a handle that uses one fixed slot from any
     thread.  Do not close() a Runtime while another thread still uses it:
     give that thread its own clone().
+
+    Its methods, by the header's sections: queries and streams (here);
+    cuBLAS, any library's work, events and retirement (stream_work.py);
+    device memory and transfers (memory.py); NVRTC, modules and launches
+    (kernels.py).
     """
 
     __slots__ = ("_handle", "_finalizer", "__weakref__")
 
-    def __init__(self, ordinal=0, *, stream_slots=None,
-                 cublas_workspace_bytes=None, retirement_capacity=None):
+    def __init__(self, ordinal=0, *, stream_slots=None, cublas_workspace_bytes=None,
+                 retirement_capacity=None, download_threads=None,
+                 download_chunk_bytes=None):
         api = _capi.api()
         ordinal = _capi.int32(ordinal, "ordinal")
         given = {name: value for name, value in (
             ("stream_slots", stream_slots),
             ("cublas_workspace_bytes", cublas_workspace_bytes),
-            ("retirement_capacity", retirement_capacity)) if value is not None}
+            ("retirement_capacity", retirement_capacity),
+            ("download_threads", download_threads),
+            ("download_chunk_bytes", download_chunk_bytes)) if value is not None}
         out = ctypes.c_void_p()
         if given:
             opts = _options(api, given)

@@ -22,9 +22,24 @@ CUDA_ERROR_ILLEGAL_ADDRESS = 700
 CUDA_ERROR_LAUNCH_TIMEOUT = 702
 CUDA_ERROR_UNKNOWN = 999
 CU_STREAM_NON_BLOCKING = 1
+CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115
 
 # enum tfd_kind
 TFD_STREAMS = 0
+TFD_EVENTS = 1
+TFD_DEVICE_ALLOCS = 2
+TFD_MODULES = 4
+TFD_CUBLAS_HANDLES = 5
+TFD_NVRTC_PROGRAMS = 6
+
+# A kernel for NVRTC.  On a GPU it runs as written; the driver double knows
+# the name tfd_add_f32 as a built-in that does the same on host memory.
+ADD_SOURCE = (
+    'extern "C" __global__ void tfd_add_f32(const float *x, const float *y,\n'
+    '                                       float *out, unsigned n) {\n'
+    '    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+    '    if (i < n) out[i] = x[i] + y[i];\n'
+    '}\n')
 
 
 def _driver():
@@ -58,6 +73,11 @@ class Double:
         "tfd_stream_context": (c_void_p, (c_void_p,)),
         "tfd_log_clear": (None, ()),
         "tfd_log_format": (c_size_t, (c_char_p, c_size_t, c_size_t)),
+        "tfd_set_async_pending": (None, (c_int,)),
+        "tfd_complete_all": (None, ()),
+        "tfd_func_attribute": (c_int, (c_void_p, c_int)),
+        "tfd_cublas_stream": (c_void_p, (c_void_p,)),
+        "tfd_set_attribute": (None, (c_int, c_int, c_int)),
     }
 
     def __init__(self, lib):

@@ -88,10 +88,27 @@ def test_options_reach_the_library():
         assert rt.slot_count == 3
     with tg.Runtime(0) as rt:
         assert rt.slot_count == 8       # TF_DEFAULT_STREAM_SLOTS
-    with pytest.raises(tg.InvalidArgumentError, match="stream_slots 0 is outside 1..256"):
+    with pytest.raises(tg.InvalidArgumentError, match="stream_slots 0 is outside 1..256") as e:
         tg.Runtime(0, stream_slots=0)
+    assert e.value.operation == "tf_runtime_new_with_options"
     with pytest.raises(tg.InvalidArgumentError, match="retirement_capacity 0 is outside"):
         tg.Runtime(0, retirement_capacity=0)
+
+
+def test_download_options_reach_the_library():
+    with tg.Runtime(0, download_threads=2, download_chunk_bytes=64 << 10) as rt:
+        data = bytes(range(256)) * 2048              # 512 KiB: staged in 64 KiB chunks
+        with rt.alloc(len(data)) as buf:
+            buf.upload(data)
+            assert bytes(buf.download()) == data
+    with pytest.raises(tg.InvalidArgumentError, match="download_threads") as e:
+        tg.Runtime(0, download_threads=65)
+    assert e.value.operation == "tf_runtime_new_with_options"
+    with pytest.raises(tg.InvalidArgumentError, match="download_chunk_bytes"):
+        tg.Runtime(0, download_chunk_bytes=4097)
+    with pytest.raises(tg.InvalidArgumentError) as e:
+        tg.Runtime(-1)
+    assert e.value.operation == "tf_runtime_new"
 
 
 def test_values_c_cannot_hold_are_refused_before_the_call():

@@ -37,13 +37,19 @@ impl<F, R> Frame<F, R> {
     /// Runs the closure once through `invoke` (which supplies the callback's
     /// own arguments), catching a panic.  Returns the C callback's value.
     pub(crate) fn run(&mut self, invoke: impl FnOnce(F) -> R) -> i32 {
+        self.run_status(|f| (invoke(f), 0))
+    }
+
+    /// As [`Frame::run`] for a closure that also chooses the C callback's
+    /// value (a cuBLAS status).
+    pub(crate) fn run_status(&mut self, invoke: impl FnOnce(F) -> (R, i32)) -> i32 {
         let Some(closure) = self.closure.take() else {
             return CALLBACK_PANICKED; // called twice: refuse, never run it again
         };
         match panic::catch_unwind(AssertUnwindSafe(|| invoke(closure))) {
-            Ok(value) => {
+            Ok((value, status)) => {
                 self.result = Some(value);
-                0
+                status
             }
             Err(payload) => {
                 self.panic = Some(payload);
@@ -79,4 +85,35 @@ pub(crate) unsafe extern "C" fn with_context_trampoline<F: FnOnce() -> R, R>(
     user_data: *mut c_void,
 ) -> i32 {
     frame::<F, R>(user_data).run(|f| f())
+}
+
+/// `int32_t (*fn)(void *cublas_handle, void *stream, void *user_data)` of
+/// tf_cublas_enqueue, for a closure returning a cublasStatus_t.
+pub(crate) unsafe extern "C" fn cublas_trampoline<F: FnOnce(*mut c_void, *mut c_void) -> i32>(
+    handle: *mut c_void,
+    stream: *mut c_void,
+    user_data: *mut c_void,
+) -> i32 {
+    frame::<F, ()>(user_data).run_status(|f| ((), f(handle, stream)))
+}
+
+/// `int32_t (*fn)(void *stream, void *user_data)` of tf_stream_enqueue.
+pub(crate) unsafe extern "C" fn stream_trampoline<F: FnOnce(*mut c_void) -> R, R>(
+    stream: *mut c_void,
+    user_data: *mut c_void,
+) -> i32 {
+    frame::<F, R>(user_data).run(|f| f(stream))
+}
+
+/// A retirement's release: the closure, boxed, is the resource.
+pub(crate) type Release = Box<dyn FnOnce() + Send + 'static>;
+
+/// `void (*release)(void *resource, void *user_data)` of
+/// tf_workspace_retire.  It runs later, from another call, maybe on
+/// another thread: there is no caller to resume a panic in, so a panic is
+/// caught (the panic hook has reported it) and dropped; it never unwinds
+/// into C.
+pub(crate) unsafe extern "C" fn release_trampoline(resource: *mut c_void, _user_data: *mut c_void) {
+    let release: Box<Release> = Box::from_raw(resource.cast::<Release>());
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || release()));
 }

@@ -53,9 +53,8 @@ impl DeviceProperties {
     pub(crate) fn query(
         query: impl FnOnce(*mut sys::tf_device_properties) -> sys::tf_status,
     ) -> Result<Self> {
-        // SAFETY: all-zero is a valid tf_device_properties; init sets struct_size.
-        let mut raw: sys::tf_device_properties = unsafe { std::mem::zeroed() };
-        unsafe { sys::tf_device_properties_init(&mut raw) };
+        // SAFETY: the struct's own init.
+        let mut raw = unsafe { sys::initialised(sys::tf_device_properties_init) };
         check(query(&mut raw))?;
         Ok(Self::from_raw(&raw))
     }

@@ -132,6 +132,7 @@ pub struct Error {
     code: i32,
     code_domain: CodeDomain,
     message: String,
+    compile_log: Option<String>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -143,11 +144,10 @@ fn text(field: &[c_char]) -> String {
 
 /// The calling thread's whole record, copied in one call.
 fn record() -> sys::tf_error_info {
-    // SAFETY: an all-zero tf_error_info is valid; tf_error_info_init sets
-    // struct_size before tf_last_error fills it.
+    // SAFETY: tf_error_info_init sets struct_size before tf_last_error
+    // fills the struct.
     unsafe {
-        let mut info: sys::tf_error_info = std::mem::zeroed();
-        sys::tf_error_info_init(&mut info);
+        let mut info = sys::initialised(sys::tf_error_info_init);
         sys::tf_last_error(&mut info);
         info
     }
@@ -164,6 +164,7 @@ impl Error {
                 code: 0,
                 code_domain: CodeDomain::None,
                 message: format!("status {} without an error record on this thread", status.raw()),
+                compile_log: None,
             };
         }
         Error {
@@ -173,19 +174,42 @@ impl Error {
             code: info.code,
             code_domain: CodeDomain::from_raw(info.code_domain),
             message: text(&info.message),
+            compile_log: None,
         }
     }
 
-    /// An error the binding itself detects (a broken library contract).
-    pub(crate) fn internal(operation: &str, detail: &str) -> Error {
+    fn binding(status: Status, operation: &str, detail: &str) -> Error {
         Error {
-            status: Status::Internal,
+            status,
             operation: operation.to_string(),
             call: String::new(),
             code: 0,
             code_domain: CodeDomain::None,
             message: format!("{operation}: {detail}"),
+            compile_log: None,
         }
+    }
+
+    /// An error the binding itself detects (a broken library contract).
+    pub(crate) fn internal(operation: &str, detail: &str) -> Error {
+        Error::binding(Status::Internal, operation, detail)
+    }
+
+    /// A bad argument the binding refuses before calling the library
+    /// (`operation` names the Rust function).
+    pub(crate) fn invalid_argument(operation: &str, detail: &str) -> Error {
+        Error::binding(Status::InvalidArgument, operation, detail)
+    }
+
+    pub(crate) fn with_compile_log(mut self, log: String) -> Error {
+        self.compile_log = Some(log);
+        self
+    }
+
+    /// NVRTC's whole log, for a Compile error of [`crate::Runtime::compile`]
+    /// (the message has only its start).
+    pub fn compile_log(&self) -> Option<&str> {
+        self.compile_log.as_deref()
     }
 
     /// The status of the failure.

@@ -26,10 +26,8 @@ pub struct RuntimeOptions {
 impl RuntimeOptions {
     /// The library's defaults.
     pub fn new() -> Self {
-        // SAFETY: all-zero is valid; init sets struct_size and the defaults.
-        let mut raw: sys::tf_runtime_options = unsafe { std::mem::zeroed() };
-        unsafe { sys::tf_runtime_options_init(&mut raw) };
-        RuntimeOptions { raw }
+        // SAFETY: the struct's own init sets struct_size and the defaults.
+        RuntimeOptions { raw: unsafe { sys::initialised(sys::tf_runtime_options_init) } }
     }
     /// Number of stream slots, 1 ..= 256 (default 8).
     pub fn stream_slots(mut self, slots: u32) -> Self {
@@ -45,6 +43,19 @@ impl RuntimeOptions {
     /// Most workspace retirements in flight, 1 ..= 1048576 (default 1024).
     pub fn retirement_capacity(mut self, capacity: u32) -> Self {
         self.raw.retirement_capacity = capacity;
+        self
+    }
+    /// Host threads copying a bulk download into pageable memory, caller
+    /// included, 1 ..= 64; 0 (default) picks 8 or the CPUs the process may
+    /// use, if fewer.
+    pub fn download_threads(mut self, threads: u32) -> Self {
+        self.raw.download_threads = threads;
+        self
+    }
+    /// Bytes of each of a slot's two page-locked download staging buffers:
+    /// a multiple of 4096 in 64 KiB ..= 256 MiB; 0 (default) picks 8 MiB.
+    pub fn download_chunk_bytes(mut self, bytes: u32) -> Self {
+        self.raw.download_chunk_bytes = bytes;
         self
     }
     /// The raw struct, for `sys` calls.
@@ -65,6 +76,8 @@ impl fmt::Debug for RuntimeOptions {
             .field("stream_slots", &self.raw.stream_slots)
             .field("cublas_workspace_bytes", &self.raw.cublas_workspace_bytes)
             .field("retirement_capacity", &self.raw.retirement_capacity)
+            .field("download_threads", &self.raw.download_threads)
+            .field("download_chunk_bytes", &self.raw.download_chunk_bytes)
             .finish()
     }
 }

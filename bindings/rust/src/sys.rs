@@ -104,6 +104,11 @@ pub const TF_MAX_STREAM_SLOTS: u32 = 256;
 pub const TF_DEFAULT_CUBLAS_WORKSPACE_BYTES: u64 = 32 << 20;
 pub const TF_DEFAULT_RETIREMENT_CAPACITY: u32 = 1024;
 pub const TF_MAX_RETIREMENT_CAPACITY: u32 = 1_048_576;
+pub const TF_DEFAULT_DOWNLOAD_THREADS: u32 = 8;
+pub const TF_MAX_DOWNLOAD_THREADS: u32 = 64;
+pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = 8 << 20;
+pub const TF_MIN_DOWNLOAD_CHUNK_BYTES: u32 = 64 << 10;
+pub const TF_MAX_DOWNLOAD_CHUNK_BYTES: u32 = 256 << 20;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -113,6 +118,8 @@ pub struct tf_runtime_options {
     pub cublas_workspace_bytes: u64,
     pub retirement_capacity: u32,
     pub flags: u32,
+    pub download_threads: u32,
+    pub download_chunk_bytes: u32,
 }
 
 pub const TF_CAP_NATIVE_MODULES: i32 = 1;
@@ -125,6 +132,87 @@ pub const TF_CAP_STREAM_ORDERED_ALLOC: i32 = 7;
 
 /// `int32_t (*fn)(void *user_data)` of tf_with_context.
 pub type tf_context_fn = Option<unsafe extern "C" fn(user_data: *mut c_void) -> i32>;
+
+// ---- Work on the slot streams ----------------------------------------------
+
+pub const TF_CUBLAS_POINTER_MODE_HOST: i32 = 0;
+pub const TF_CUBLAS_POINTER_MODE_DEVICE: i32 = 1;
+
+/// `int32_t (*fn)(void *cublas_handle, void *stream, void *user_data)`.
+pub type tf_cublas_fn = Option<
+    unsafe extern "C" fn(cublas_handle: *mut c_void, stream: *mut c_void, user_data: *mut c_void) -> i32,
+>;
+/// `int32_t (*fn)(void *stream, void *user_data)` of tf_stream_enqueue.
+pub type tf_stream_fn =
+    Option<unsafe extern "C" fn(stream: *mut c_void, user_data: *mut c_void) -> i32>;
+/// `void (*release)(void *resource, void *user_data)` of tf_workspace_retire.
+pub type tf_release_fn =
+    Option<unsafe extern "C" fn(resource: *mut c_void, user_data: *mut c_void)>;
+
+/// Opaque, reference-counted CUDA event of one runtime.
+#[repr(C)]
+pub struct tf_event {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_retirement_stats {
+    pub struct_size: u32,
+    pub capacity: u32,
+    pub deferred: u64,
+    pub released: u64,
+    pub barrier_fallbacks: u64,
+    pub leaked: u64,
+    pub in_flight: u64,
+    pub max_in_flight: u64,
+}
+
+/// Opaque, reference-counted loaded module.
+#[repr(C)]
+pub struct tf_module {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_launch_config {
+    pub struct_size: u32,
+    pub grid_x: u32,
+    pub grid_y: u32,
+    pub grid_z: u32,
+    pub block_x: u32,
+    pub block_y: u32,
+    pub block_z: u32,
+    pub shared_memory_bytes: u32,
+}
+
+pub const TF_COMPILE_PTX: i32 = 0;
+pub const TF_COMPILE_CUBIN: i32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_compile_options {
+    pub struct_size: u32,
+    pub target: i32,
+    pub arch: i32,
+    pub option_count: i32,
+    pub options: *const *const c_char,
+    pub name: *const c_char,
+}
+
+/// Opaque result of tf_program_compile().
+#[repr(C)]
+pub struct tf_program {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+// ---- Device memory and transfers --------------------------------------------
+
+pub const TF_SCALAR_DOWNLOAD_MAX_BYTES: usize = 16;
 
 extern "C" {
     // Version
@@ -140,20 +228,20 @@ extern "C" {
     pub fn tf_last_error_code_domain() -> i32;
     pub fn tf_last_error_status() -> tf_status;
     pub fn tf_clear_last_error();
-    pub fn tf_error_info_init(info: *mut tf_error_info);
+    pub fn tf_error_info_init(info: *mut tf_error_info, struct_size: usize);
     pub fn tf_last_error(out: *mut tf_error_info) -> tf_status;
 
     // Logging
     pub fn tf_set_log_callback(f: tf_log_fn, user_data: *mut c_void) -> tf_status;
 
     // Devices
-    pub fn tf_device_properties_init(info: *mut tf_device_properties);
+    pub fn tf_device_properties_init(info: *mut tf_device_properties, struct_size: usize);
     pub fn tf_gpu_available() -> i32;
     pub fn tf_device_count(out_count: *mut i32) -> tf_status;
     pub fn tf_device_info(ordinal: i32, out: *mut tf_device_properties) -> tf_status;
 
     // Runtime
-    pub fn tf_runtime_options_init(options: *mut tf_runtime_options);
+    pub fn tf_runtime_options_init(options: *mut tf_runtime_options, struct_size: usize);
     pub fn tf_runtime_new(ordinal: i32, out: *mut *mut tf_runtime) -> tf_status;
     pub fn tf_runtime_new_with_options(
         ordinal: i32,
@@ -198,6 +286,105 @@ extern "C" {
     pub fn tf_runtime_sync(rt: *mut tf_runtime) -> tf_status;
 
     // Work on the slot streams: cuBLAS, any library, kernels, retirement
+    pub fn tf_cublas_enqueue(
+        rt: *mut tf_runtime,
+        pointer_mode: i32,
+        f: tf_cublas_fn,
+        user_data: *mut c_void,
+    ) -> tf_status;
+    pub fn tf_cublas_symbol(name: *const c_char, out_function: *mut *mut c_void) -> tf_status;
+    pub fn tf_cublas_version(out_version: *mut i32) -> tf_status;
+    pub fn tf_stream_enqueue(rt: *mut tf_runtime, f: tf_stream_fn, user_data: *mut c_void)
+        -> tf_status;
+    pub fn tf_slot_wait(rt: *mut tf_runtime, other_slot: i32) -> tf_status;
+    pub fn tf_event_new(rt: *mut tf_runtime, out: *mut *mut tf_event) -> tf_status;
+    pub fn tf_event_retain(event: *mut tf_event) -> tf_status;
+    pub fn tf_event_release(event: *mut tf_event) -> tf_status;
+    pub fn tf_event_record(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
+    pub fn tf_event_wait(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
+    pub fn tf_event_synchronize(event: *mut tf_event) -> tf_status;
+    pub fn tf_event_query(event: *mut tf_event, out_done: *mut i32) -> tf_status;
+    pub fn tf_workspace_retire(
+        rt: *mut tf_runtime,
+        resource: *mut c_void,
+        release: tf_release_fn,
+        user_data: *mut c_void,
+    ) -> tf_status;
+    pub fn tf_workspace_poll(rt: *mut tf_runtime) -> tf_status;
+    pub fn tf_retirement_stats_init(stats: *mut tf_retirement_stats, struct_size: usize);
+    pub fn tf_workspace_stats(rt: *const tf_runtime, out: *mut tf_retirement_stats)
+        -> tf_status;
+    pub fn tf_module_load(
+        rt: *mut tf_runtime,
+        image: *const c_void,
+        size: usize,
+        out: *mut *mut tf_module,
+    ) -> tf_status;
+    pub fn tf_module_retain(module: *mut tf_module) -> tf_status;
+    pub fn tf_module_release(module: *mut tf_module) -> tf_status;
+    pub fn tf_module_function(
+        module: *mut tf_module,
+        name: *const c_char,
+        out_function: *mut *mut c_void,
+    ) -> tf_status;
+    pub fn tf_function_set_attribute(
+        module: *mut tf_module,
+        function: *mut c_void,
+        attribute: i32,
+        value: i32,
+    ) -> tf_status;
+    pub fn tf_launch_config_init(config: *mut tf_launch_config, struct_size: usize);
+    pub fn tf_kernel_launch(
+        rt: *mut tf_runtime,
+        function: *mut c_void,
+        config: *const tf_launch_config,
+        args: *mut *mut c_void,
+    ) -> tf_status;
+    pub fn tf_compile_options_init(options: *mut tf_compile_options, struct_size: usize);
+    pub fn tf_program_compile(
+        rt: *mut tf_runtime,
+        source: *const c_char,
+        options: *const tf_compile_options,
+        out: *mut *mut tf_program,
+    ) -> tf_status;
+    pub fn tf_program_image(
+        program: *const tf_program,
+        out_image: *mut *const c_void,
+        out_size: *mut usize,
+    ) -> tf_status;
+    pub fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
+    pub fn tf_program_release(program: *mut tf_program);
 
     // Device memory and transfers
+    pub fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;
+    pub fn tf_free(rt: *mut tf_runtime, ptr: u64) -> tf_status;
+    pub fn tf_upload(rt: *mut tf_runtime, src: *const c_void, dst: u64, len: usize) -> tf_status;
+    pub fn tf_copy(rt: *mut tf_runtime, src: u64, dst: u64, len: usize) -> tf_status;
+    pub fn tf_peer_copy_available(
+        src_rt: *mut tf_runtime,
+        dst_rt: *mut tf_runtime,
+        out_available: *mut i32,
+    ) -> tf_status;
+    pub fn tf_peer_copy(
+        src_rt: *mut tf_runtime,
+        src: u64,
+        dst_rt: *mut tf_runtime,
+        dst: u64,
+        len: usize,
+    ) -> tf_status;
+    pub fn tf_download_scalar(rt: *mut tf_runtime, src: u64, out: *mut c_void, len: usize)
+        -> tf_status;
+    pub fn tf_download(rt: *mut tf_runtime, src: u64, dst: *mut c_void, len: usize) -> tf_status;
+}
+
+/// A `T` (one of this module's structs) initialised by its `*_init` with
+/// this crate's `size_of::<T>()`.
+///
+/// # Safety
+/// `init` must be the `*_init` function of `T`, and all-zero must be a
+/// valid `T` (true of every struct here).
+pub unsafe fn initialised<T>(init: unsafe extern "C" fn(*mut T, usize)) -> T {
+    let mut value: T = std::mem::zeroed();
+    init(&mut value, std::mem::size_of::<T>());
+    value
 }

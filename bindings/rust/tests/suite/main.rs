@@ -1,10 +1,15 @@
 //! The crate's tests: against the CUDA driver double in `make check`
-//! (TF_TEST_MODE=double), against a real GPU with `--skip double_`.
+//! (TF_TEST_MODE=double), against a real GPU with
+//! `--skip double_ --skip source_` (mk/bindings-rust.mk has the command).
 
 mod support;
 
 mod context;
 mod errors;
+mod gemm;
+mod kernels;
 mod log;
+mod memory;
 mod runtime;
 mod source;
+mod stream_work;

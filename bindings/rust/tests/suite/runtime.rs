@@ -97,8 +97,27 @@ fn options_reach_the_library() {
     let e = Runtime::with_options(0, &RuntimeOptions::new().stream_slots(0)).unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
     assert!(e.message().contains("stream_slots 0 is outside 1..256"), "{e}");
+    assert_eq!(e.operation(), "tf_runtime_new_with_options");
+    assert_eq!(Runtime::new(-1).unwrap_err().operation(), "tf_runtime_new");
     let e = Runtime::with_options(0, &RuntimeOptions::new().retirement_capacity(0)).unwrap_err();
     assert!(e.message().contains("retirement_capacity 0 is outside"), "{e}");
+}
+
+#[test]
+fn download_options_reach_the_library() {
+    let _s = serial();
+    let opts = RuntimeOptions::new().download_threads(2).download_chunk_bytes(64 << 10);
+    assert_eq!((opts.as_raw().download_threads, opts.as_raw().download_chunk_bytes), (2, 64 << 10));
+    let rt = Runtime::with_options(0, &opts).unwrap();
+    let data: Vec<u8> = (0..512 * 1024).map(|i| (i % 251) as u8).collect(); // staged in 64 KiB chunks
+    let mut buf = rt.alloc::<u8>(data.len()).unwrap();
+    buf.upload(&data).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), data);
+    let e = Runtime::with_options(0, &RuntimeOptions::new().download_threads(65)).unwrap_err();
+    assert_eq!((e.status(), e.operation()), (Status::InvalidArgument, "tf_runtime_new_with_options"));
+    assert!(e.message().contains("download_threads"), "{e}");
+    let e = Runtime::with_options(0, &RuntimeOptions::new().download_chunk_bytes(4097)).unwrap_err();
+    assert!(e.message().contains("download_chunk_bytes"), "{e}");
 }
 
 #[test]

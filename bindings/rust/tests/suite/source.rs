@@ -75,7 +75,7 @@ fn source_every_header_function_is_declared_or_listed() {
             name.trim().to_string()
         })
         .collect();
-    assert!(header.len() >= 34);
+    assert!(header.len() >= 70);
     for name in &header {
         assert!(
             declared.contains(name) != unbound.contains(name),
@@ -123,23 +123,94 @@ fn source_sys_constants_match_the_header() {
     assert_eq!(define("TF_ERROR_MESSAGE_CAPACITY") as usize, sys::TF_ERROR_MESSAGE_CAPACITY);
     assert_eq!(define("TF_DEVICE_NAME_CAPACITY") as usize, sys::TF_DEVICE_NAME_CAPACITY);
     assert_eq!(define("TF_MAX_STREAM_SLOTS"), sys::TF_MAX_STREAM_SLOTS);
+    assert_eq!(define("TF_DEFAULT_STREAM_SLOTS"), sys::TF_DEFAULT_STREAM_SLOTS);
+    assert_eq!(define("TF_DEFAULT_RETIREMENT_CAPACITY"), sys::TF_DEFAULT_RETIREMENT_CAPACITY);
+    assert_eq!(define("TF_MAX_RETIREMENT_CAPACITY"), sys::TF_MAX_RETIREMENT_CAPACITY);
+    assert_eq!(define("TF_DEFAULT_DOWNLOAD_THREADS"), sys::TF_DEFAULT_DOWNLOAD_THREADS);
+    assert_eq!(define("TF_MAX_DOWNLOAD_THREADS"), sys::TF_MAX_DOWNLOAD_THREADS);
+    assert_eq!(define("TF_SCALAR_DOWNLOAD_MAX_BYTES") as usize, sys::TF_SCALAR_DOWNLOAD_MAX_BYTES);
+}
+
+/// Field names of `typedef struct NAME { ... } NAME;` (C) or
+/// `pub struct NAME { ... }` (Rust) in `text`, in order.
+fn struct_fields(text: &str, open: &str) -> Vec<String> {
+    let start = text.find(open).unwrap_or_else(|| panic!("no {open}")) + open.len();
+    let body = &text[start..start + text[start..].find('}').unwrap()];
+    let mut fields = Vec::new();
+    for line in body.lines() {
+        let code = line.split("/*").next().unwrap().split("//").next().unwrap().trim();
+        let decl = code.trim_end_matches([';', ',']);
+        if decl.is_empty() || decl.starts_with('*') {
+            continue;
+        }
+        let name = if let Some((left, _)) = decl.split_once(':') {
+            left.trim().trim_start_matches("pub ").trim()
+        } else {
+            decl.split('[').next().unwrap().rsplit(|c: char| c == ' ' || c == '*').next().unwrap()
+        };
+        fields.push(name.to_string());
+    }
+    fields
 }
 
 #[test]
-fn struct_layouts_match_the_library() {
-    let _s = serial();
-    // Each *_init writes sizeof(struct) as the library was compiled.
-    unsafe {
-        let mut e: sys::tf_error_info = std::mem::zeroed();
-        sys::tf_error_info_init(&mut e);
-        assert_eq!(e.struct_size as usize, std::mem::size_of::<sys::tf_error_info>());
-        let mut d: sys::tf_device_properties = std::mem::zeroed();
-        sys::tf_device_properties_init(&mut d);
-        assert_eq!(d.struct_size as usize, std::mem::size_of::<sys::tf_device_properties>());
-        let mut o: sys::tf_runtime_options = std::mem::zeroed();
-        sys::tf_runtime_options_init(&mut o);
-        assert_eq!(o.struct_size as usize, std::mem::size_of::<sys::tf_runtime_options>());
+fn source_sys_structs_have_the_headers_fields() {
+    let dir = crate_dir();
+    let header = read(&dir.join("../../include/tenferro_gpu.h"));
+    let sys_rs = read(&dir.join("src/sys.rs"));
+    let structs = [
+        "tf_error_info",
+        "tf_device_properties",
+        "tf_runtime_options",
+        "tf_retirement_stats",
+        "tf_launch_config",
+        "tf_compile_options",
+    ];
+    assert_eq!(header.matches("typedef struct tf_").count() - header.matches("typedef struct tf_runtime tf_runtime").count()
+        - header.matches("typedef struct tf_event tf_event").count()
+        - header.matches("typedef struct tf_module tf_module").count()
+        - header.matches("typedef struct tf_program tf_program").count(), structs.len());
+    for name in structs {
+        let c = struct_fields(&header, &format!("typedef struct {name} {{"));
+        let rust = struct_fields(&sys_rs, &format!("pub struct {name} {{"));
+        assert!(c.len() >= 6, "{name}: {c:?}");
+        assert_eq!(rust, c, "{name}");
     }
+}
+
+#[test]
+fn each_init_writes_its_defaults_at_the_crates_offsets() {
+    let _s = serial();
+    // The library writes struct_size = the size the crate passes and its
+    // defaults at its own offsets: they land in the crate's fields only if
+    // both layouts agree.
+    unsafe {
+        let o = sys::initialised(sys::tf_runtime_options_init);
+        assert_eq!(o.struct_size as usize, std::mem::size_of::<sys::tf_runtime_options>());
+        assert_eq!(
+            (o.stream_slots, o.cublas_workspace_bytes, o.retirement_capacity, o.flags),
+            (8, 32 << 20, 1024, 0)
+        );
+        assert_eq!((o.download_threads, o.download_chunk_bytes), (0, 0));
+        let c = sys::initialised(sys::tf_launch_config_init);
+        assert_eq!(c.struct_size as usize, std::mem::size_of::<sys::tf_launch_config>());
+        assert_eq!(
+            [c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_memory_bytes],
+            [1, 1, 1, 1, 1, 1, 0]
+        );
+        let e = sys::initialised(sys::tf_error_info_init);
+        assert_eq!(e.struct_size as usize, std::mem::size_of::<sys::tf_error_info>());
+        let d = sys::initialised(sys::tf_device_properties_init);
+        assert_eq!(d.struct_size as usize, std::mem::size_of::<sys::tf_device_properties>());
+        let r = sys::initialised(sys::tf_retirement_stats_init);
+        assert_eq!(r.struct_size as usize, std::mem::size_of::<sys::tf_retirement_stats>());
+        let p = sys::initialised(sys::tf_compile_options_init);
+        assert_eq!(p.struct_size as usize, std::mem::size_of::<sys::tf_compile_options>());
+        assert_eq!((p.target, p.arch, p.option_count), (0, 0, 0));
+        assert!(p.options.is_null() && p.name.is_null());
+    }
+    let dev = tg::device_info(0).unwrap();
+    assert!(dev.ordinal == 0 && !dev.name.is_empty() && dev.total_memory_bytes > 0);
 }
 
 #[test]

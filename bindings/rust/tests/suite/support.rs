@@ -5,7 +5,10 @@
 //! Tests that need the double are named `double_*`.  Against the real
 //! driver they fail, never pass silently: run the suite there with
 //! `--skip double_`.  Tests that read the repository's sources are named
-//! `source_*` (skip them where the sources are not).
+//! `source_*` (skip them where the sources are not).  libtest's `--skip`
+//! matches any part of the full name (`memory::double_...`), so
+//! `--skip double_ --skip source_` leaves out exactly those two kinds; every
+//! other test runs against the double and a real GPU alike.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CString};
 use std::ptr;
@@ -25,6 +28,18 @@ pub const CUDA_ERROR_ILLEGAL_ADDRESS: i32 = 700;
 pub const CUDA_ERROR_UNKNOWN: i32 = 999;
 pub const CU_STREAM_NON_BLOCKING: u32 = 1;
 pub const TFD_STREAMS: i32 = 0;
+pub const TFD_DEVICE_ALLOCS: i32 = 2;
+pub const TFD_MODULES: i32 = 4;
+pub const CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: i32 = 115;
+
+/// A kernel for NVRTC.  On a GPU it runs as written; the driver double
+/// knows the name tfd_add_f32 as a built-in that does the same.
+pub const ADD_SOURCE: &str = r#"extern "C" __global__ void tfd_add_f32(const float *x, const float *y,
+                                       float *out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+"#;
 
 fn driver() -> *mut c_void {
     // Make the library load its driver first, then find that same one.
@@ -82,6 +97,10 @@ double_api! {
     stream_context: fn(*mut c_void) -> *mut c_void;
     log_clear: fn();
     log_format: fn(*mut c_char, usize, usize) -> usize;
+    set_async_pending: fn(c_int);
+    func_attribute: fn(*mut c_void, c_int) -> c_int;
+    cublas_stream: fn(*mut c_void) -> *mut c_void;
+    set_attribute: fn(c_int, c_int, c_int);
 }
 
 impl Double {
@@ -104,6 +123,9 @@ impl Double {
     }
     pub fn streams(&self) -> i64 {
         unsafe { (self.live)(TFD_STREAMS) }
+    }
+    pub fn count(&self, kind: i32) -> i64 {
+        unsafe { (self.live)(kind) }
     }
 }
 

@@ -1,0 +1,190 @@
+"""Modules, kernels and NVRTC programs (include/tenferro_gpu.h, tf_module_*,
+tf_kernel_launch, tf_program_*).
+
+    program = rt.compile(SOURCE)              # NVRTC, for the runtime's device
+    with program, rt.load_module(program) as module:
+        add = module.function("add")          # an extern "C" kernel
+        rt.launch(add, grid=(n + 255) // 256, block=256,
+                  args=(x, y, out, ctypes.c_uint32(n)))
+
+Program, Module and Kernel each own one reference of the library's object
+and release it on close() (or leaving a `with` block, or garbage
+collection).  A Kernel keeps its module loaded; a module keeps its runtime
+alive.
+"""
+
+import ctypes
+import enum
+
+from . import _capi, errors
+from ._owned import Owned
+from .memory import DeviceBuffer
+
+
+class CompileTarget(enum.IntEnum):
+    """enum tf_compile_target"""
+    PTX = 0      # PTX text for compute_XY, JIT-compiled by load_module
+    CUBIN = 1    # a CUBIN for sm_XY, loaded without JIT
+
+
+class Program(Owned):
+    """The result of Runtime.compile(): NVRTC's image and log (tf_program)."""
+
+    __slots__ = ()
+    _kind = "Program"
+
+    def __init__(self, handle):
+        self._own(handle, _capi.api().tf_program_release)
+
+    @property
+    def image(self):
+        """The compiled image (PTX text with its NUL byte, or a CUBIN) as
+        bytes; give it (or the Program) to Runtime.load_module."""
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        _capi.check(_capi.api().tf_program_image(self.handle, ctypes.byref(data),
+                                                 ctypes.byref(size)))
+        return ctypes.string_at(data.value, size.value)
+
+    @property
+    def log(self):
+        """NVRTC's log ("" when it wrote none)."""
+        out = ctypes.c_char_p()
+        _capi.check(_capi.api().tf_program_log(self.handle, ctypes.byref(out)))
+        return out.value.decode("utf-8", "replace")
+
+
+class Module(Owned):
+    """A loaded module (tf_module) of one runtime."""
+
+    __slots__ = ()
+    _kind = "Module"
+
+    def __init__(self, handle):
+        self._own(handle, _capi.api().tf_module_release)
+
+    def function(self, name):
+        """The kernel `name` as the image names it (the plain name for an
+        extern "C" kernel).  Raises CudaError (CUDA_ERROR_NOT_FOUND) when
+        the image has no such kernel."""
+        out = ctypes.c_void_p()
+        _capi.check(_capi.api().tf_module_function(self.handle, name.encode(),
+                                                   ctypes.byref(out)))
+        return Kernel(self, name, out.value)
+
+
+def _release_kernel_module(module_handle):
+    return _capi.api().tf_module_release(module_handle)
+
+
+class Kernel(Owned):
+    """A kernel (CUfunction) of a Module.  It holds its own reference to the
+    module (tf_module_retain), so it stays valid after the Module closes."""
+
+    __slots__ = ("name", "_function")
+    _kind = "Kernel"
+
+    def __init__(self, module, name, function):
+        _capi.check(_capi.api().tf_module_retain(module.handle))
+        self.name, self._function = name, function
+        self._own(module.handle, _release_kernel_module)
+
+    @property
+    def function(self):
+        """The CUfunction as an integer (borrowed)."""
+        self.handle
+        return self._function
+
+    def set_attribute(self, attribute, value):
+        """cuFuncSetAttribute (tf_function_set_attribute): e.g. attribute 8,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES."""
+        _capi.check(_capi.api().tf_function_set_attribute(
+            self.handle, self._function, _capi.int32(attribute, "attribute"),
+            _capi.int32(value, "value")))
+
+    def __repr__(self):
+        return f"<tenferro_gpu.Kernel {self.name!r}{' (closed)' if self.closed else ''}>"
+
+
+def _dims(value, name):
+    """(x, y, z) from an int or a tuple of 1 to 3 ints."""
+    dims = (value,) if not isinstance(value, (tuple, list)) else tuple(value)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"{name} has 1 to 3 dimensions, got {len(dims)}")
+    dims = tuple(_capi.uint32(d, name) for d in dims)
+    return dims + (1,) * (3 - len(dims))
+
+
+def _argument(value):
+    """A ctypes object holding one kernel parameter's bytes."""
+    if isinstance(value, DeviceBuffer):
+        return ctypes.c_uint64(value.ptr)
+    if isinstance(value, (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)):
+        return value
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == () and hasattr(value, "tobytes"):
+        return ctypes.create_string_buffer(value.tobytes())   # a NumPy scalar
+    raise TypeError(
+        f"kernel argument {value!r}: give its C type, e.g. ctypes.c_uint32(n), "
+        f"ctypes.c_float(x), numpy.float32(x), ctypes.c_uint64(address) or a "
+        f"DeviceBuffer (a plain {type(value).__name__} has no C type)")
+
+
+class KernelsMixin:
+    """Runtime methods for NVRTC, modules and launches."""
+
+    __slots__ = ()
+
+    def compile(self, source, *, target=CompileTarget.PTX, arch=0, options=(), name=None):
+        """Compile CUDA C++ `source` with NVRTC for this runtime's device (or
+        `arch`, 10 * major + minor) and return its Program.  Kernels to be
+        found by their plain name must be extern "C".  `options` are further
+        NVRTC options ("-std=c++17", "-I/path").  Raises CompileError, whose
+        `log` attribute has NVRTC's whole log, when NVRTC rejects the source;
+        LibraryNotFoundError when NVRTC cannot be loaded."""
+        api = _capi.api()
+        opts = _capi.new_struct(_capi.CompileOptionsStruct, api.tf_compile_options_init)
+        opts.target = _capi.int32(target, "target")
+        opts.arch = _capi.int32(arch, "arch")
+        encoded = [o.encode() if isinstance(o, str) else bytes(o) for o in options]
+        array = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
+        opts.option_count = len(encoded)
+        opts.options = array if encoded else None
+        opts.name = name.encode() if name is not None else None
+        if isinstance(source, str):
+            source = source.encode()
+        out = ctypes.c_void_p()
+        st = api.tf_program_compile(self.handle, source, ctypes.byref(opts), ctypes.byref(out))
+        if st == errors.Status.COMPILE:
+            failure = errors.error_from_info(st, _capi.last_error_info())
+            with Program(out.value) as program:
+                failure.log = program.log
+            raise failure
+        _capi.check(st)
+        return Program(out.value)
+
+    def load_module(self, image):
+        """Load a module image (a Program, or PTX / CUBIN / fatbin bytes) into
+        the runtime's primary context (tf_module_load)."""
+        if isinstance(image, Program):
+            image = image.image
+        data = bytes(image)
+        out = ctypes.c_void_p()
+        _capi.check(_capi.api().tf_module_load(self.handle, data, len(data),
+                                               ctypes.byref(out)))
+        return Module(out.value)
+
+    def launch(self, kernel, grid, block, args=(), *, shared_memory_bytes=0):
+        """Queue `kernel` on this thread's slot stream (tf_kernel_launch).
+        grid and block are an int or a tuple of up to 3 ints; args gives each
+        kernel parameter with its C type (ctypes values, NumPy scalars, or
+        DeviceBuffers for pointers).  Returns once queued; a fault in the
+        kernel shows up in later calls as DeviceFaultError."""
+        api = _capi.api()
+        config = _capi.new_struct(_capi.LaunchConfigStruct, api.tf_launch_config_init)
+        config.grid_x, config.grid_y, config.grid_z = _dims(grid, "grid")
+        config.block_x, config.block_y, config.block_z = _dims(block, "block")
+        config.shared_memory_bytes = _capi.uint32(shared_memory_bytes, "shared_memory_bytes")
+        values = [_argument(a) for a in args]
+        pointers = (ctypes.c_void_p * max(len(values), 1))(
+            *[ctypes.addressof(v) for v in values])
+        _capi.check(api.tf_kernel_launch(self.handle, kernel.function, ctypes.byref(config),
+                                         pointers if values else None))

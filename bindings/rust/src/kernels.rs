@@ -1,0 +1,332 @@
+//! NVRTC [`Program`]s, loaded [`Module`]s, their [`Function`]s and kernel
+//! launches (include/tenferro_gpu.h, tf_program_*, tf_module_*,
+//! tf_kernel_launch).
+//!
+//! ```no_run
+//! # use tenferro_gpu::{Runtime, CompileOptions, LaunchConfig};
+//! # let rt = Runtime::new(0)?;
+//! # let (x, y, mut out) = (rt.alloc::<f32>(4)?, rt.alloc::<f32>(4)?, rt.alloc::<f32>(4)?);
+//! let program = rt.compile(r#"extern "C" __global__ void add(const float *x,
+//!     const float *y, float *out, unsigned n) { ... }"#, &CompileOptions::new())?;
+//! let module = rt.load_module(program.image()?)?;
+//! let add = module.function("add")?;
+//! let n = 4u32;
+//! // SAFETY: the arguments match add's parameters.
+//! unsafe { rt.launch(&add, &LaunchConfig::linear(n, 256), &[&x, &y, &out, &n])? };
+//! # Ok::<(), tenferro_gpu::Error>(())
+//! ```
+
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_void};
+use std::ptr::{self, NonNull};
+
+use crate::error::{check, out_param, Error, Result};
+use crate::memory::{DeviceBuffer, Plain};
+use crate::runtime::Runtime;
+use crate::sys;
+
+fn c_string(text: &str, what: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::invalid_argument(what, "the text contains a NUL byte"))
+}
+
+/// What [`Runtime::compile`] produces (`enum tf_compile_target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompileTarget {
+    /// PTX text for compute_XY, JIT-compiled at load.
+    Ptx,
+    /// A CUBIN for sm_XY, loaded without JIT.
+    Cubin,
+}
+
+/// Options of [`Runtime::compile`].
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    target: Option<CompileTarget>,
+    arch: i32,
+    options: Vec<String>,
+    name: Option<String>,
+}
+
+impl CompileOptions {
+    /// PTX for the runtime's device, no further options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn target(mut self, target: CompileTarget) -> Self {
+        self.target = Some(target);
+        self
+    }
+    /// The architecture as 10 * major + minor (90); 0 for the device's.
+    pub fn arch(mut self, arch: i32) -> Self {
+        self.arch = arch;
+        self
+    }
+    /// A further NVRTC option ("-std=c++17", "-I/path").
+    pub fn option(mut self, option: &str) -> Self {
+        self.options.push(option.to_string());
+        self
+    }
+    /// The program's name in the log ("kernels.cu").
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+}
+
+/// NVRTC's result (`tf_program *`): the compiled image and the log.
+pub struct Program {
+    raw: NonNull<sys::tf_program>,
+}
+
+// SAFETY: a compiled program is immutable; its readers are thread-safe.
+unsafe impl Send for Program {}
+unsafe impl Sync for Program {}
+
+impl Program {
+    /// The compiled image (PTX with its NUL byte, or a CUBIN), borrowed.
+    pub fn image(&self) -> Result<&[u8]> {
+        let mut data: *const c_void = ptr::null();
+        let mut size = 0usize;
+        // SAFETY: a live program and valid out pointers.
+        check(unsafe { sys::tf_program_image(self.raw.as_ptr(), &mut data, &mut size) })?;
+        // SAFETY: valid until the program is released, which `&self` prevents.
+        Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) })
+    }
+
+    /// NVRTC's log ("" when it wrote none).
+    pub fn log(&self) -> Result<String> {
+        let mut log: *const c_char = ptr::null();
+        // SAFETY: a live program and a valid out pointer.
+        check(unsafe { sys::tf_program_log(self.raw.as_ptr(), &mut log) })?;
+        // SAFETY: NUL-terminated, valid while the program lives.
+        Ok(unsafe { CStr::from_ptr(log) }.to_string_lossy().into_owned())
+    }
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program").field("handle", &self.raw.as_ptr()).finish()
+    }
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module").field("handle", &self.raw.as_ptr()).finish()
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: ours, released once.
+        unsafe { sys::tf_program_release(self.raw.as_ptr()) }
+    }
+}
+
+/// A loaded module (`tf_module *`).  `Clone` adds a reference, `Drop`
+/// releases one; the module keeps its runtime alive.
+pub struct Module {
+    raw: NonNull<sys::tf_module>,
+}
+
+// SAFETY: the library documents modules as usable from any thread.
+unsafe impl Send for Module {}
+unsafe impl Sync for Module {}
+
+impl Module {
+    pub fn as_raw(&self) -> *mut sys::tf_module {
+        self.raw.as_ptr()
+    }
+
+    /// The kernel `name` (the plain name of an extern "C" kernel).  Errors:
+    /// Cuda (CUDA_ERROR_NOT_FOUND) when the image has no such kernel.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let c = c_string(name, "Module::function")?;
+        // SAFETY: a live module and a valid out pointer.
+        let raw = out_param(|out| unsafe { sys::tf_module_function(self.as_raw(), c.as_ptr(), out) })?;
+        Ok(Function { module: self.clone(), raw, name: name.to_string() })
+    }
+}
+
+impl Clone for Module {
+    fn clone(&self) -> Module {
+        // SAFETY: a live module.
+        check(unsafe { sys::tf_module_retain(self.as_raw()) })
+            .unwrap_or_else(|e| panic!("tenferro-gpu: {e}"));
+        Module { raw: self.raw }
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: this reference is ours.
+        unsafe { sys::tf_module_release(self.raw.as_ptr()) };
+    }
+}
+
+/// A kernel (`CUfunction`) of a [`Module`]; it holds a reference to the
+/// module, so it stays valid however long it lives.
+#[derive(Clone)]
+pub struct Function {
+    module: Module,
+    raw: *mut c_void,
+    name: String,
+}
+
+// SAFETY: a CUfunction is a handle the driver lets any thread use.
+unsafe impl Send for Function {}
+unsafe impl Sync for Function {}
+
+impl Function {
+    /// The CUfunction, valid while `self` lives.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.raw
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+    /// cuFuncSetAttribute (`tf_function_set_attribute`), e.g. attribute 8,
+    /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+    pub fn set_attribute(&self, attribute: i32, value: i32) -> Result<()> {
+        // SAFETY: the function belongs to the module.
+        check(unsafe {
+            sys::tf_function_set_attribute(self.module.as_raw(), self.raw, attribute, value)
+        })
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Function").field("name", &self.name).field("raw", &self.raw).finish()
+    }
+}
+
+/// Shape of a launch (`tf_launch_config`), one block of one thread by
+/// default.
+#[derive(Clone, Copy)]
+pub struct LaunchConfig {
+    raw: sys::tf_launch_config,
+}
+
+impl LaunchConfig {
+    pub fn new() -> Self {
+        // SAFETY: the struct's own init.
+        LaunchConfig { raw: unsafe { sys::initialised(sys::tf_launch_config_init) } }
+    }
+    /// Enough blocks of `block` threads in x for `n` threads.
+    pub fn linear(n: u32, block: u32) -> Self {
+        let blocks = if block == 0 { 0 } else { ((n as u64 + block as u64 - 1) / block as u64).max(1) as u32 };
+        Self::new().grid(blocks, 1, 1).block(block, 1, 1)
+    }
+    pub fn grid(mut self, x: u32, y: u32, z: u32) -> Self {
+        (self.raw.grid_x, self.raw.grid_y, self.raw.grid_z) = (x, y, z);
+        self
+    }
+    pub fn block(mut self, x: u32, y: u32, z: u32) -> Self {
+        (self.raw.block_x, self.raw.block_y, self.raw.block_z) = (x, y, z);
+        self
+    }
+    pub fn shared_memory_bytes(mut self, bytes: u32) -> Self {
+        self.raw.shared_memory_bytes = bytes;
+        self
+    }
+    pub fn as_raw(&self) -> &sys::tf_launch_config {
+        &self.raw
+    }
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A value passed as one kernel parameter: a [`Plain`] value by value, or
+/// a [`DeviceBuffer`] as its device address.
+///
+/// # Safety
+/// `arg_ptr` must point at the parameter's bytes while `self` lives.
+pub unsafe trait KernelArg {
+    fn arg_ptr(&self) -> *const c_void;
+}
+
+unsafe impl<T: Plain> KernelArg for T {
+    fn arg_ptr(&self) -> *const c_void {
+        (self as *const T).cast()
+    }
+}
+
+unsafe impl<T: Plain> KernelArg for DeviceBuffer<T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (self.ptr_ref() as *const u64).cast()
+    }
+}
+
+impl Runtime {
+    /// Compiles CUDA C++ `source` with NVRTC (`tf_program_compile`).
+    /// Kernels to be found by their plain name must be extern "C".  On a
+    /// Compile error, [`Error::compile_log`] has NVRTC's whole log.  Errors
+    /// also: LibraryNotFound (no NVRTC), NotSupported, Provider,
+    /// InvalidArgument.
+    pub fn compile(&self, source: &str, options: &CompileOptions) -> Result<Program> {
+        let source = c_string(source, "Runtime::compile")?;
+        let strings = options
+            .options
+            .iter()
+            .map(|o| c_string(o, "Runtime::compile"))
+            .collect::<Result<Vec<_>>>()?;
+        let pointers: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        let name = options.name.as_deref().map(|n| c_string(n, "Runtime::compile")).transpose()?;
+        // SAFETY: the struct's own init.
+        let mut raw = unsafe { sys::initialised(sys::tf_compile_options_init) };
+        raw.target = match options.target.unwrap_or(CompileTarget::Ptx) {
+            CompileTarget::Ptx => sys::TF_COMPILE_PTX,
+            CompileTarget::Cubin => sys::TF_COMPILE_CUBIN,
+        };
+        raw.arch = options.arch;
+        raw.option_count = pointers.len() as i32;
+        raw.options = if pointers.is_empty() { ptr::null() } else { pointers.as_ptr() };
+        raw.name = name.as_ref().map_or(ptr::null(), |n| n.as_ptr());
+        let mut out: *mut sys::tf_program = ptr::null_mut();
+        // SAFETY: every pointer lives until the call returns.
+        let status = unsafe { sys::tf_program_compile(self.as_raw(), source.as_ptr(), &raw, &mut out) };
+        if status == sys::TF_ERROR_COMPILE {
+            let error = check(status).unwrap_err();
+            let program = Program { raw: NonNull::new(out).expect("a failed program is returned") };
+            return Err(error.with_compile_log(program.log().unwrap_or_default()));
+        }
+        check(status)?;
+        Ok(Program { raw: NonNull::new(out).expect("tf_program_compile gave NULL") })
+    }
+
+    /// Loads a module image (PTX, CUBIN or fatbin) into the runtime's
+    /// primary context (`tf_module_load`).
+    pub fn load_module(&self, image: &[u8]) -> Result<Module> {
+        // SAFETY: image is readable for its length during the call.
+        let raw = out_param(|out| unsafe {
+            sys::tf_module_load(self.as_raw(), image.as_ptr().cast(), image.len(), out)
+        })?;
+        Ok(Module { raw: NonNull::new(raw).expect("tf_module_load gave NULL") })
+    }
+
+    /// Queues `function` on this thread's slot stream (`tf_kernel_launch`).
+    /// Returns once queued; a fault in the kernel shows up in later calls as
+    /// DeviceFault.
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameters in number, order and type
+    /// (the driver reads as many bytes per parameter as the kernel
+    /// declares), and the kernel must only touch memory it may.
+    pub unsafe fn launch(
+        &self,
+        function: &Function,
+        config: &LaunchConfig,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let mut pointers: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
+        let params = if pointers.is_empty() { ptr::null_mut() } else { pointers.as_mut_ptr() };
+        check(sys::tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))
+    }
+}

@@ -1,0 +1,230 @@
+//! Work on the slot streams: cuBLAS and any library's work with closures,
+//! ordering between slots, [`Event`]s and retirement.
+
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+use crate::callback::{cublas_trampoline, release_trampoline, stream_trampoline, Frame, Release};
+use crate::error::{check, out_param, Result};
+use crate::runtime::Runtime;
+use crate::sys;
+
+/// Where alpha, beta and scalar results live for the cuBLAS calls of one
+/// [`Runtime::cublas_enqueue`] (`enum tf_cublas_pointer_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PointerMode {
+    Host,
+    Device,
+}
+
+impl PointerMode {
+    fn raw(self) -> i32 {
+        match self {
+            PointerMode::Host => sys::TF_CUBLAS_POINTER_MODE_HOST,
+            PointerMode::Device => sys::TF_CUBLAS_POINTER_MODE_DEVICE,
+        }
+    }
+}
+
+/// A consistent snapshot of a runtime's retirement counters
+/// (`tf_retirement_stats`).  Every accepted retirement is in exactly one of
+/// released, leaked and in_flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetirementStats {
+    pub capacity: u32,
+    pub deferred: u64,
+    pub released: u64,
+    pub barrier_fallbacks: u64,
+    pub leaked: u64,
+    pub in_flight: u64,
+    pub max_in_flight: u64,
+}
+
+impl Runtime {
+    /// Runs `f(handle, stream)` with this thread's slot's cuBLAS handle (a
+    /// `cublasHandle_t`) and stream (a `CUstream`) while the primary
+    /// context is current and the slot's lock held (`tf_cublas_enqueue`).
+    /// `f` returns the `cublasStatus_t` of its cuBLAS calls: nonzero becomes
+    /// an Error with status Provider and code domain Cublas.  A panic in
+    /// `f` is caught before it reaches C and resumed here.  `f` must not
+    /// keep the handle or change its stream or workspace; calling
+    /// `cublas_enqueue` or `stream_enqueue` from `f` fails with RuntimeState.
+    /// Resolve cuBLAS functions with [`crate::cublas::symbol`] (or use
+    /// [`Runtime::gemm`]).  Errors also: LibraryNotFound (no cuBLAS),
+    /// NotSupported, OutOfMemory (the workspace), DeviceFault, Cuda.
+    pub fn cublas_enqueue<F>(&self, mode: PointerMode, f: F) -> Result<()>
+    where
+        F: FnOnce(*mut c_void, *mut c_void) -> i32,
+    {
+        let mut frame = Frame::<F, ()>::new(f);
+        // SAFETY: the trampoline's types match the frame's; the frame
+        // outlives the call.
+        let status = unsafe {
+            sys::tf_cublas_enqueue(
+                self.as_raw(),
+                mode.raw(),
+                Some(cublas_trampoline::<F>),
+                frame.as_user_data(),
+            )
+        };
+        frame.finish(status, "tf_cublas_enqueue")
+    }
+
+    /// Runs `f(stream)` with this thread's slot stream while the primary
+    /// context is current and the slot's lock held (`tf_stream_enqueue`),
+    /// for any library's work (NCCL, cuFFT, your own driver calls), and
+    /// returns what `f` returns.  A panic in `f` is resumed here.
+    pub fn stream_enqueue<F, R>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(*mut c_void) -> R,
+    {
+        let mut frame = Frame::<F, R>::new(f);
+        // SAFETY: as in cublas_enqueue.
+        let status = unsafe {
+            sys::tf_stream_enqueue(
+                self.as_raw(),
+                Some(stream_trampoline::<F, R>),
+                frame.as_user_data(),
+            )
+        };
+        frame.finish(status, "tf_stream_enqueue")
+    }
+
+    /// Makes this thread's slot stream wait, on the device, for the work
+    /// queued on slot `other_slot` before this call (`tf_slot_wait`).
+    pub fn slot_wait(&self, other_slot: i32) -> Result<()> {
+        // SAFETY: a live handle.
+        check(unsafe { sys::tf_slot_wait(self.as_raw(), other_slot) })
+    }
+
+    /// A new [`Event`] in the runtime's primary context (`tf_event_new`).
+    pub fn event(&self) -> Result<Event> {
+        // SAFETY: a live handle and a valid out pointer.
+        let raw = out_param(|out| unsafe { sys::tf_event_new(self.as_raw(), out) })?;
+        Ok(Event { raw: NonNull::new(raw).expect("tf_event_new gave NULL") })
+    }
+
+    /// Records `event` on this handle's slot: it completes when the work
+    /// queued there before this call is done (`tf_event_record`).
+    pub fn record_event(&self, event: &Event) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::tf_event_record(self.as_raw(), event.as_raw()) })
+    }
+
+    /// Makes this handle's slot wait, on the device, for the latest record
+    /// of `event` (`tf_event_wait`).
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        // SAFETY: live handles.
+        check(unsafe { sys::tf_event_wait(self.as_raw(), event.as_raw()) })
+    }
+
+    /// Runs `release` once the device has finished the work queued so far
+    /// on this thread's slot, without making the host wait
+    /// (`tf_workspace_retire`): typically dropping device memory or host
+    /// buffers that queued work still uses.  It runs exactly once, on the
+    /// thread of a later `retire`, [`Runtime::poll_retirements`] or
+    /// [`Runtime::sync`] on any slot, or at the runtime's teardown (then it
+    /// must not call this runtime).  A panic in it is caught and dropped.
+    ///
+    /// If the library refuses (InvalidArgument, InvalidHandle) `release` is
+    /// dropped without running.  On any other error the device may still
+    /// use what `release` owns, so it is leaked, never dropped.
+    pub fn retire<F>(&self, release: F) -> Result<()>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let resource: *mut Release = Box::into_raw(Box::new(Box::new(release) as Release));
+        // SAFETY: release_trampoline takes back exactly this box, once.
+        let status = unsafe {
+            sys::tf_workspace_retire(
+                self.as_raw(),
+                resource.cast(),
+                Some(release_trampoline),
+                std::ptr::null_mut(),
+            )
+        };
+        if status == sys::TF_ERROR_INVALID_ARGUMENT || status == sys::TF_ERROR_INVALID_HANDLE {
+            // SAFETY: the library did not take the resource.
+            drop(unsafe { Box::from_raw(resource) });
+        }
+        check(status)
+    }
+
+    /// Runs the releases of every retirement the device has passed, on all
+    /// slots, without waiting (`tf_workspace_poll`).
+    pub fn poll_retirements(&self) -> Result<()> {
+        // SAFETY: a live handle.
+        check(unsafe { sys::tf_workspace_poll(self.as_raw()) })
+    }
+
+    /// The runtime's retirement counters (`tf_workspace_stats`).
+    pub fn retirement_stats(&self) -> Result<RetirementStats> {
+        // SAFETY: the struct's own init, a live handle.
+        let mut raw = unsafe { sys::initialised(sys::tf_retirement_stats_init) };
+        check(unsafe { sys::tf_workspace_stats(self.as_raw(), &mut raw) })?;
+        Ok(RetirementStats {
+            capacity: raw.capacity,
+            deferred: raw.deferred,
+            released: raw.released,
+            barrier_fallbacks: raw.barrier_fallbacks,
+            leaked: raw.leaked,
+            in_flight: raw.in_flight,
+            max_in_flight: raw.max_in_flight,
+        })
+    }
+}
+
+/// A CUDA event of one runtime (`tf_event *`), for ordering work across
+/// slots, runtimes of one device, or with the host.  `Clone` adds a
+/// reference (`tf_event_retain`), `Drop` releases one; the event keeps its
+/// runtime alive.  Record and wait through [`Runtime::record_event`] and
+/// [`Runtime::wait_event`] on the handle whose slot should record or wait.
+pub struct Event {
+    raw: NonNull<sys::tf_event>,
+}
+
+// SAFETY: the library documents events as usable from any thread.
+unsafe impl Send for Event {}
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// The handle, borrowed: valid while `self` lives.
+    pub fn as_raw(&self) -> *mut sys::tf_event {
+        self.raw.as_ptr()
+    }
+
+    /// Blocks until the latest record is done (`tf_event_synchronize`).
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: a live event.
+        check(unsafe { sys::tf_event_synchronize(self.as_raw()) })
+    }
+
+    /// Whether the latest record is done (or there was none), without
+    /// waiting (`tf_event_query`).
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: a live event and a valid out pointer.
+        Ok(out_param(|out| unsafe { sys::tf_event_query(self.as_raw(), out) })? != 0)
+    }
+}
+
+impl Clone for Event {
+    fn clone(&self) -> Event {
+        // SAFETY: a live event.
+        let st = unsafe { sys::tf_event_retain(self.as_raw()) };
+        check(st).unwrap_or_else(|e| panic!("tenferro-gpu: {e}"));
+        Event { raw: self.raw }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: this reference is ours.
+        unsafe { sys::tf_event_release(self.raw.as_ptr()) };
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event").field("handle", &self.raw.as_ptr()).finish()
+    }
+}

@@ -1,0 +1,107 @@
+//! NVRTC programs, modules and launches.  The kernel is real CUDA C++; the
+//! driver double runs its built-in of the same name, so the same checks
+//! hold against the double and on a GPU.
+
+use tenferro_gpu::{Capability, CodeDomain, CompileOptions, LaunchConfig, Runtime, Status};
+
+use crate::support::{self, serial};
+
+fn nvrtc(rt: &Runtime) -> bool {
+    let yes = rt.supports(Capability::RuntimeCompilation).unwrap();
+    if !yes {
+        eprintln!("NVRTC cannot be loaded here (add it to LD_LIBRARY_PATH); test skipped");
+    }
+    yes
+}
+
+#[test]
+fn a_compiled_kernel_runs_on_the_slot_stream() {
+    let _s = serial();
+    let rt = Runtime::new(0).unwrap();
+    if !nvrtc(&rt) {
+        return;
+    }
+    let program = rt.compile(support::ADD_SOURCE, &CompileOptions::new().name("add.cu")).unwrap();
+    let image = program.image().unwrap();
+    assert!(image.ends_with(b"\0") && image.windows(11).any(|w| w == b"tfd_add_f32"));
+    let module = rt.load_module(image).unwrap();
+    drop(program);
+    let add = module.function("tfd_add_f32").unwrap();
+    drop(module); // the function keeps it loaded
+    for n in [1u32, 1000, 4097] {
+        let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let y = vec![0.5f32; n as usize];
+        let mut dx = rt.alloc::<f32>(n as usize).unwrap();
+        let mut dy = rt.alloc::<f32>(n as usize).unwrap();
+        let out = rt.alloc::<f32>(n as usize).unwrap();
+        dx.upload(&x).unwrap();
+        dy.upload(&y).unwrap();
+        // SAFETY: (const float *, const float *, float *, unsigned).
+        unsafe { rt.launch(&add, &LaunchConfig::linear(n, 256), &[&dx, &dy, &out, &n]).unwrap() };
+        let want: Vec<f32> = x.iter().map(|v| v + 0.5).collect();
+        assert_eq!(out.to_vec().unwrap(), want);
+    }
+}
+
+#[test]
+fn a_compile_error_carries_the_whole_log() {
+    let _s = serial();
+    let rt = Runtime::new(0).unwrap();
+    if !nvrtc(&rt) {
+        return;
+    }
+    let src = "extern \"C\" __global__ void k() {}\n#error boom from the source\n";
+    let e = rt.compile(src, &CompileOptions::new().name("broken.cu")).unwrap_err();
+    assert_eq!((e.status(), e.code_domain()), (Status::Compile, CodeDomain::Nvrtc));
+    let log = e.compile_log().unwrap();
+    assert!(log.contains("boom from the source") && log.contains("broken.cu"), "{log}");
+    let ok = rt.compile(support::ADD_SOURCE, &CompileOptions::new().arch(80).option("-default-device"));
+    assert!(ok.unwrap().log().is_ok());
+}
+
+#[test]
+fn lookups_and_bad_launches_are_errors() {
+    let _s = serial();
+    let rt = Runtime::new(0).unwrap();
+    if !nvrtc(&rt) {
+        return;
+    }
+    let program = rt.compile(support::ADD_SOURCE, &CompileOptions::new()).unwrap();
+    let module = rt.load_module(program.image().unwrap()).unwrap();
+    let e = module.function("no_such_kernel").unwrap_err();
+    assert_eq!((e.status(), e.operation()), (Status::Cuda, "tf_module_function"));
+    let add = module.function("tfd_add_f32").unwrap();
+    let e = unsafe { rt.launch(&add, &LaunchConfig::new().grid(0, 1, 1), &[]) }.unwrap_err();
+    assert_eq!((e.status(), e.operation()), (Status::InvalidArgument, "tf_kernel_launch"));
+    assert_eq!(rt.load_module(&[]).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(rt.compile("a\0b", &CompileOptions::new()).unwrap_err().status(), Status::InvalidArgument);
+}
+
+#[test]
+fn double_functions_hold_their_module_and_set_attributes() {
+    let _s = serial();
+    let d = support::double();
+    let rt = Runtime::new(0).unwrap();
+    let modules = d.count(support::TFD_MODULES);
+    let program = rt.compile(support::ADD_SOURCE, &CompileOptions::new()).unwrap();
+    let add = rt.load_module(program.image().unwrap()).unwrap().function("tfd_add_f32").unwrap();
+    assert_eq!(d.count(support::TFD_MODULES), modules + 1);
+    add.set_attribute(8, 1024).unwrap();
+    assert_eq!(unsafe { (d.func_attribute)(add.as_raw(), 8) }, 1024);
+    let twin = add.clone();
+    drop(add);
+    assert_eq!(d.count(support::TFD_MODULES), modules + 1);
+    drop(twin);
+    assert_eq!(d.count(support::TFD_MODULES), modules);
+}
+
+#[test]
+fn double_a_faulting_kernel_surfaces_as_device_fault() {
+    let _s = serial();
+    let _ = support::double();
+    let rt = Runtime::new(0).unwrap();
+    let ptx = b".version 8.0\n.target sm_90\n.visible .entry tfd_illegal_address(\n)\n{\n\tret;\n}\n";
+    let bad = rt.load_module(ptx).unwrap().function("tfd_illegal_address").unwrap();
+    unsafe { rt.launch(&bad, &LaunchConfig::new(), &[]).unwrap() };
+    assert_eq!(rt.sync().unwrap_err().status(), Status::DeviceFault);
+}
