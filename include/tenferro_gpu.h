@@ -965,8 +965,9 @@ enum tf_cublas_pointer_mode {
  * stay until the runtime is torn down.  Before every call the handle's
  * pointer mode is set to @p pointer_mode.
  *
- * The slot's lock is held from the pointer-mode selection until @p fn
- * returns, so threads sharing a slot never interleave their configuration
+ * The slot's lock is held from the handle's lookup (and creation) through
+ * the pointer-mode selection until @p fn returns, so threads sharing a
+ * slot never interleave their configuration
  * and enqueues.  Calls on other slots run in parallel.  When the primary
  * context is already current, the call adds one cuCtxGetCurrent, the slot
  * lock and cublasSetPointerMode to what @p fn does; no system call, no
@@ -1365,10 +1366,10 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  *         stream waits of failed queries (cuStreamSynchronize), after
  *         dropping it.  No slot lock.
  * @failure Every release found complete before the failure has run;
- *         retirements not yet passed stay queued for later calls.  A retirement whose event query and
- *         stream wait both failed is leaked for good (counted in
- *         tf_retirement_stats::leaked, logged): its resource must never be
- *         freed or reused.
+ *         retirements not yet passed stay queued for later calls.  A
+ *         retirement whose event query and stream wait both failed is
+ *         leaked for good (counted in tf_retirement_stats::leaked, logged):
+ *         its resource must never be freed or reused.
  */
 TF_API tf_status tf_workspace_poll(tf_runtime *rt);
 
@@ -1743,8 +1744,9 @@ TF_API void tf_program_release(tf_program *program);
  * Thread safety: all of these may be called from any number of threads at
  * once.  Calls on one stream slot serialize on that slot's lock only where
  * they use the slot's staging (tf_download_scalar(), and tf_download() into
- * pageable memory); calls on different slots never wait for each other's
- * lock, though concurrent bulk downloads share the runtime's copy threads.
+ * pageable memory above 64 KiB); calls on different slots never wait for
+ * each other's lock, though concurrent bulk downloads share the runtime's
+ * copy threads.
  * @{
  */
 
