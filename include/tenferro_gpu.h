@@ -925,8 +925,20 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  *
  * Besides the statuses each function lists, any call that needs a driver
  * entry point the loaded driver lacks returns TF_ERROR_NOT_SUPPORTED, and
- * every call that takes a runtime returns TF_ERROR_RUNTIME_STATE in a forked
- * child and TF_ERROR_DEVICE_FAULT after a sticky fault.
+ * every call that works on the device returns TF_ERROR_RUNTIME_STATE in a
+ * forked child and TF_ERROR_DEVICE_FAULT after a sticky fault: calls taking
+ * a runtime check that runtime, calls taking only an event or a module check
+ * the runtime it belongs to.  tf_workspace_stats() and tf_program_compile()
+ * need no device and work in both states, as do the retain and release
+ * functions of events and modules.
+ *
+ * Locks.  tf_cublas_enqueue() and tf_stream_enqueue() hold the calling
+ * thread's slot lock while the caller's callback runs; nothing else here
+ * takes a slot lock, so tf_slot_wait(), the tf_event functions,
+ * tf_kernel_launch() and tf_workspace_retire() may be called from inside
+ * those callbacks.  Workspace retirements take their runtime's retirement
+ * lock briefly; cuBLAS and NVRTC are each loaded once per process.  Each
+ * function's "Thread safety" says exactly what it takes.
  * @{
  */
 
@@ -953,8 +965,9 @@ enum tf_cublas_pointer_mode {
  * stay until the runtime is torn down.  Before every call the handle's
  * pointer mode is set to @p pointer_mode.
  *
- * The slot's lock is held from the pointer-mode selection until @p fn
- * returns, so threads sharing a slot never interleave their configuration
+ * The slot's lock is held from the handle's lookup (and creation) through
+ * the pointer-mode selection until @p fn returns, so threads sharing a
+ * slot never interleave their configuration
  * and enqueues.  Calls on other slots run in parallel.  When the primary
  * context is already current, the call adds one cuCtxGetCurrent, the slot
  * lock and cublasSetPointerMode to what @p fn does; no system call, no
@@ -965,24 +978,52 @@ enum tf_cublas_pointer_mode {
  * the slot it runs on (tf_cublas_enqueue(), tf_stream_enqueue() on the same
  * slot) fails with TF_ERROR_RUNTIME_STATE instead of deadlocking.
  *
- * @param rt           the runtime; the calling thread's (or the bound) slot is used.
- * @param pointer_mode enum tf_cublas_pointer_mode.
- * @param fn           returns a cublasStatus_t: 0 (CUBLAS_STATUS_SUCCESS) or
+ * @param[in] rt       the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] pointer_mode enum tf_cublas_pointer_mode.
+ * @param[in] fn       called once, on the calling thread, with the slot's
+ *                     cublasHandle_t, its CUstream (both borrowed for the
+ *                     call only) and @p user_data; returns a
+ *                     cublasStatus_t: 0 (CUBLAS_STATUS_SUCCESS) or
  *                     the failing status, which becomes TF_ERROR_PROVIDER
  *                     with code domain TF_CODE_CUBLAS and a message naming
  *                     the status ("CUBLAS_STATUS_INVALID_VALUE (7)").  A C++
  *                     exception it throws becomes TF_ERROR_CALLBACK.
- * @param user_data    passed to @p fn.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p fn, unknown pointer
- *         mode); TF_ERROR_INVALID_HANDLE; TF_ERROR_LIBRARY_NOT_FOUND (no
+ * @param[in] user_data passed to @p fn; the library never dereferences it.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt, NULL @p fn, unknown
+ *         pointer mode); TF_ERROR_INVALID_HANDLE; TF_ERROR_LIBRARY_NOT_FOUND (no
  *         cuBLAS; the message says what to add to LD_LIBRARY_PATH);
  *         TF_ERROR_NOT_SUPPORTED (the cuBLAS found lacks a function this
- *         needs); TF_ERROR_PROVIDER (cublasCreate_v2, cublasSetStream_v2,
+ *         needs, or the driver lacks cuMemAlloc for the workspace);
+ *         TF_ERROR_PROVIDER (cublasCreate_v2, cublasSetStream_v2,
  *         cublasSetWorkspace_v2, cublasSetPointerMode_v2 or @p fn failed;
  *         a handle that was not completely set up is destroyed again and the
  *         next call starts over); TF_ERROR_OUT_OF_MEMORY (the workspace);
- *         TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
- *         TF_ERROR_CUDA.
+ *         TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE (forked child, or the
+ *         calling thread already holds this slot's lock: a call from inside
+ *         a tf_cublas_enqueue() or tf_stream_enqueue() callback on the same
+ *         slot); TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (context, stream
+ *         creation, the workspace's cuMemAlloc).
+ * @threadsafety Any thread.  Takes the calling slot's lock (one mutex per
+ *         slot) after the context switch and the slot's stream, and holds it
+ *         while the slot's handle is looked up (and made, at the slot's
+ *         first call), the pointer mode is set and @p fn runs.  Threads
+ *         sharing the slot therefore wait for each other's whole callback;
+ *         threads on other slots never wait for this lock.  The slot's first
+ *         use creates its stream under the runtime's stream-creation lock,
+ *         and the first cuBLAS call of the process loads cuBLAS (concurrent
+ *         first callers wait for that one load).  @p fn must not wait for
+ *         another thread that needs the same slot: only re-entry on the same
+ *         thread is detected.
+ * @failure When @p fn was not called (every status but TF_ERROR_CALLBACK and
+ *         a TF_ERROR_PROVIDER whose tf_last_error_call() is "callback"),
+ *         nothing was enqueued and nothing is leaked: the slot's handle is
+ *         either complete or absent (a half-made one was destroyed and its
+ *         workspace freed).  When @p fn failed, whatever it enqueued before
+ *         failing stays queued; the library undoes nothing but the context
+ *         switch, and the handle stays usable.  A failed load of cuBLAS
+ *         (TF_ERROR_LIBRARY_NOT_FOUND, or TF_ERROR_NOT_SUPPORTED naming a
+ *         cuBLAS function) is not retried: every later cuBLAS call of the
+ *         process gets the same status.
  */
 TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
                                    int32_t (*fn)(void *cublas_handle, void *stream,
@@ -995,11 +1036,20 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
  * instance that made the handles and needs no cuBLAS of its own.  Loads
  * cuBLAS on first use, as tf_cublas_enqueue() does.  Thread-safe.
  *
- * @param name     the symbol; it must start with "cublas".
- * @param[out] out_function the function's address (cast it to its type).
+ * @param[in] name the symbol, NUL-terminated; it must start with "cublas".
+ * @param[out] out_function the function's address (cast it to its type),
+ *                 valid until the process exits: cuBLAS is never unloaded.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a name not starting with
  *         "cublas"); TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED
- *         (the loaded cuBLAS has no such symbol).
+ *         (the loaded cuBLAS has no such symbol, or lacks a function this
+ *         library needs).
+ * @threadsafety Any thread; no lock of this library and no driver call.  The
+ *         first cuBLAS call of the process loads cuBLAS (concurrent first
+ *         callers wait for that one load); the symbol lookup itself is
+ *         dlsym, which takes the dynamic loader's lock.
+ * @failure @p out_function is not written.  A failed load of cuBLAS is not
+ *         retried: every later cuBLAS call of the process gets the same
+ *         status.
  */
 TF_API tf_status tf_cublas_symbol(const char *name, void **out_function);
 
@@ -1008,8 +1058,15 @@ TF_API tf_status tf_cublas_symbol(const char *name, void **out_function);
  * + patch (CUBLAS_VERSION's encoding: 130100 for 13.1.0).  Loads cuBLAS on
  * first use.  Thread-safe.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_LIBRARY_NOT_FOUND;
- *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_PROVIDER (cublasGetProperty).
+ * @param[out] out_version the version.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_version);
+ *         TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED (the cuBLAS
+ *         found lacks a function this library needs); TF_ERROR_PROVIDER
+ *         (cublasGetProperty).
+ * @threadsafety As tf_cublas_symbol(); three cublasGetProperty calls, no
+ *         lock of this library, no driver call.
+ * @failure @p out_version is not written.  A failed load of cuBLAS is not
+ *         retried, as for tf_cublas_symbol().
  */
 TF_API tf_status tf_cublas_version(int32_t *out_version);
 
@@ -1023,14 +1080,31 @@ TF_API tf_status tf_cublas_version(int32_t *out_version);
  * enqueues of threads sharing a slot do not interleave; a call from @p fn
  * that needs the same slot's lock fails with TF_ERROR_RUNTIME_STATE.
  *
- * @param rt        the runtime; the calling thread's (or the bound) slot is used.
- * @param fn        its nonzero return becomes TF_ERROR_CALLBACK with that
+ * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] fn    called once, on the calling thread, with the slot's
+ *                  CUstream (borrowed: never destroy it) and @p user_data;
+ *                  its nonzero return becomes TF_ERROR_CALLBACK with that
  *                  value as the code (TF_CODE_CALLBACK); a C++ exception it
  *                  throws becomes TF_ERROR_CALLBACK too.
- * @param user_data passed to @p fn.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p fn);
- *         TF_ERROR_INVALID_HANDLE; TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE;
+ * @param[in] user_data passed to @p fn; the library never dereferences it.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p fn);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_CALLBACK; TF_ERROR_RUNTIME_STATE
+ *         (forked child, or the calling thread already holds this slot's
+ *         lock: a call from inside a tf_cublas_enqueue() or
+ *         tf_stream_enqueue() callback on the same slot);
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (context, stream creation).
+ * @threadsafety Any thread.  Takes the calling slot's lock (one mutex per
+ *         slot) once the context is current and the slot's stream exists,
+ *         and holds it until @p fn returns: threads sharing the slot wait
+ *         for each other's whole callback, threads on other slots never wait
+ *         for it.  The slot's first use creates its stream under the
+ *         runtime's stream-creation lock.  @p fn must not wait for another
+ *         thread that needs the same slot: only re-entry on the same thread
+ *         is detected.
+ * @failure If @p fn was not called (every status but TF_ERROR_CALLBACK),
+ *         nothing was enqueued.  If @p fn failed, whatever it enqueued
+ *         before failing stays queued; the library undoes nothing but the
+ *         context switch.  Nothing is leaked.
  */
 TF_API tf_status tf_stream_enqueue(tf_runtime *rt,
                                    int32_t (*fn)(void *stream, void *user_data),
@@ -1048,12 +1122,23 @@ TF_API tf_status tf_stream_enqueue(tf_runtime *rt,
  * No slot lock is taken, so it may be called from inside
  * tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
  *
- * @param rt         the runtime; the calling thread's (or the bound) slot waits.
- * @param other_slot 0 .. slot count - 1.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (slot out of range);
+ * @param[in] rt     the runtime; the calling thread's (or the bound) slot waits.
+ * @param[in] other_slot 0 .. slot count - 1.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt, slot out of range);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventCreate, cuEventRecord,
- *         cuStreamWaitEvent).
+ *         cuStreamWaitEvent, context, stream creation).
+ * @threadsafety Any thread; no slot lock, no lock of this library once the
+ *         calling slot's stream exists (its first use creates it under the
+ *         runtime's stream-creation lock).  @p other_slot's event is created
+ *         at the first wait for that slot and published with an atomic
+ *         compare-and-swap (a thread that loses the race destroys its own);
+ *         threads recording it concurrently are harmless, since each wait
+ *         covers at least the work queued before its own call.
+ * @failure No wait was queued: work the calling slot queues afterwards is
+ *         not ordered after @p other_slot's.  @p other_slot may have had its
+ *         event recorded, which orders nothing and needs no cleanup.
+ *         Nothing is leaked; call again.
  */
 TF_API tf_status tf_slot_wait(tf_runtime *rt, int32_t other_slot);
 
@@ -1070,17 +1155,34 @@ typedef struct tf_event tf_event;
  * Creates an event (timing disabled) in the runtime's primary context.
  * Until its first record, waiting for it returns at once.
  *
- * @param rt      the runtime whose primary context holds the event.
+ * @param[in] rt   the runtime whose primary context holds the event.  The
+ *                 event holds a reference to the runtime's state, so the
+ *                 runtime lives until the event's last release even when
+ *                 every handle of it is released.
  * @param[out] out the event with one reference; release it with
  *                 tf_event_release().
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE;
- *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventCreate).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p out);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (host memory for
+ *         the object, or cuEventCreate); TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventCreate, context).
+ * @threadsafety Any thread; no lock of this library: one cuEventCreate with
+ *         the primary context current.
+ * @failure @p out is not written and nothing is leaked.
  */
 TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out);
 
-/** Adds a reference to @p event.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not an event). */
+/**
+ * Adds a reference to @p event.  The same pointer then needs one more
+ * tf_event_release().
+ *
+ * @param[in] event an event the caller holds a reference to.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, or not a live event: a
+ *         pointer that never was one is recognised, but one whose last
+ *         reference was released is freed memory, undefined behaviour).
+ * @threadsafety Any thread; one atomic increment, no lock, no driver call.
+ *         Works in a forked child and after a device fault.
+ * @failure Nothing changes.
+ */
 TF_API tf_status tf_event_retain(tf_event *event);
 
 /**
@@ -1089,7 +1191,20 @@ TF_API tf_status tf_event_retain(tf_event *event);
  * reference to its runtime, which may tear the runtime down.  NULL is a
  * no-op.  Using an event after its last release is undefined.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not an event).
+ * @param[in] event the reference to drop, or NULL.  After TF_OK the caller
+ *                  must not use this reference again.
+ * @return TF_OK (also when the destroy failed: that is logged);
+ *         TF_ERROR_INVALID_ARGUMENT (not a live event).
+ * @threadsafety Any thread, but not while another thread still uses the
+ *         reference being dropped.  One atomic decrement; the last release
+ *         makes the event's primary context current for cuEventDestroy
+ *         (skipped, and the event leaked quietly, in a forked child or after
+ *         a device fault), puts the caller's context back, and drops the
+ *         runtime reference: if that was the runtime's last, the runtime is
+ *         torn down on this thread as by tf_runtime_release(), which blocks
+ *         until the device has finished the runtime's work.  The thread's
+ *         last error is left as it was.
+ * @failure Nothing changes and nothing is released.
  */
 TF_API tf_status tf_event_release(tf_event *event);
 
@@ -1097,12 +1212,21 @@ TF_API tf_status tf_event_release(tf_event *event);
  * Records @p event on the calling thread's slot stream of @p rt: it
  * completes when the work queued there before this call is done.
  *
- * @param rt a handle of the runtime the event was made with (or of another
- *           runtime on the same device, which shares its primary context).
- * @param event the event.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an event of another
- *         device); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
- *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventRecord).
+ * @param[in] rt a handle of the runtime the event was made with (or of another
+ *           runtime on the same device, which shares its primary context);
+ *           the calling thread's (or the bound) slot is used.
+ * @param[in] event the event; it is recorded, not retained.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a live event, an
+ *         event of another device); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA
+ *         (cuEventRecord, context, stream creation).
+ * @threadsafety Any thread; no slot lock, no lock of this library once the
+ *         slot's stream exists (its first use creates it under the
+ *         runtime's stream-creation lock).  Threads may record the same
+ *         event concurrently: a wait or synchronize uses whichever record
+ *         the driver saw last before it.
+ * @failure This call did not record the event: waits for it still use its
+ *         earlier record, if any.  Nothing is leaked.
  */
 TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event);
 
@@ -1111,28 +1235,49 @@ TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event);
  * the latest record of @p event (any runtime's event).  The host does not
  * wait.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
- *         TF_ERROR_CUDA (cuStreamWaitEvent).
+ * @param[in] rt    the runtime; the calling thread's (or the bound) slot
+ *                  waits.
+ * @param[in] event the event, of this runtime or any other, on any device.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt, NULL or not a live
+ *         event); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
+ *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuStreamWaitEvent, context,
+ *         stream creation).
+ * @threadsafety As tf_event_record(): no slot lock, so it may be called from
+ *         inside tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
+ * @failure No wait was queued: work the slot queues afterwards is not
+ *         ordered after the event.  Nothing is leaked.
  */
 TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event);
 
 /**
  * Blocks the calling thread until the latest record of @p event is done.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
- *         TF_ERROR_DEVICE_FAULT (a sticky fault, which also marks the
- *         event's runtime unusable); TF_ERROR_CUDA (cuEventSynchronize).
+ * @param[in] event the event; one never recorded returns at once.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a live event);
+ *         TF_ERROR_RUNTIME_STATE (the event's runtime was created in a
+ *         process this one was forked from); TF_ERROR_DEVICE_FAULT (a sticky
+ *         fault, now or earlier, which also marks the event's runtime
+ *         unusable); TF_ERROR_CUDA (cuEventSynchronize, context).
+ * @threadsafety Any thread.  Blocks in cuEventSynchronize holding no lock of
+ *         this library: other threads keep working, recording this event
+ *         included.
+ * @failure The recorded work may or may not have finished.  After
+ *         TF_ERROR_DEVICE_FAULT the event's runtime refuses every later call
+ *         that touches the device: release it.
  */
 TF_API tf_status tf_event_synchronize(tf_event *event);
 
 /**
  * Whether the latest record of @p event is done, without waiting.
  *
- * @param event the event.
+ * @param[in] event the event.
  * @param[out] out_done 1 when done (or never recorded), 0 when not yet.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
- *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (cuEventQuery).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a live event, NULL
+ *         @p out_done); TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_CUDA (cuEventQuery, context).
+ * @threadsafety Any thread; no lock of this library, never waits: one
+ *         cuEventQuery with the event's primary context current.
+ * @failure @p out_done is not written.
  */
 TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
 
@@ -1166,10 +1311,13 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * different threads may run concurrently.  A C++ exception it throws is
  * logged and dropped.
  *
- * @param rt        the runtime; the calling thread's (or the bound) slot is used.
- * @param resource  passed to @p release; may be NULL.
- * @param release   called exactly once, or never if the resource leaks.
- * @param user_data passed to @p release.
+ * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] resource passed to @p release; may be NULL.  The library never
+ *                  dereferences it.
+ * @param[in] release called exactly once, or never if the resource leaks.
+ * @param[in] user_data passed to @p release; the library never dereferences
+ *                  it.  It and @p resource must stay valid until
+ *                  @p release runs.
  * @return TF_OK (queued, or released by the barrier fallback);
  *         TF_ERROR_INVALID_ARGUMENT (NULL @p release) and
  *         TF_ERROR_INVALID_HANDLE: nothing happened, the resource is still
@@ -1179,6 +1327,23 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  *         (context, stream creation, or the barrier fallback's
  *         cuStreamSynchronize, in which case the runtime counted it as
  *         leaked); TF_ERROR_OUT_OF_MEMORY (host memory for the queue).
+ * @threadsafety Any thread.  Takes the runtime's retirement lock (one mutex
+ *         per runtime, shared by all its slots) while it finds completed
+ *         retirements (cuEventQuery of each slot's oldest retirements, up
+ *         to the first the device has not passed) and queues this one
+ *         (cuEventRecord, and cuEventCreate when the
+ *         pool of passed events is empty); releases run after the lock is
+ *         dropped.  No slot lock, so it may be called from inside
+ *         tf_cublas_enqueue() and tf_stream_enqueue() callbacks.  The
+ *         barrier fallback blocks in cuStreamSynchronize of the calling
+ *         slot, holding no lock.  The slot's first use creates its stream
+ *         under the runtime's stream-creation lock.
+ * @failure After TF_ERROR_INVALID_ARGUMENT or TF_ERROR_INVALID_HANDLE the
+ *         resource is still the caller's.  After any other status
+ *         @p release will never run for this call and the device may still
+ *         use the resource: leak it, never free or reuse it.  Earlier
+ *         retirements this call found complete on the way were released as
+ *         tf_workspace_poll() would have.
  */
 TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
                                      void (*release)(void *resource, void *user_data),
@@ -1190,11 +1355,21 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  * whose event query fails: that one waits for its stream (a barrier
  * fallback).  See tf_workspace_retire() for where releases run.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ * @param[in] rt the runtime; its retirements on every slot are polled.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
  *         context could not be activated, or a retirement's event query and
  *         stream wait both failed: that resource was leaked, counted and
  *         logged; the error is the wait's).
+ * @threadsafety Any thread.  Takes the runtime's retirement lock while it
+ *         queries the pending events; runs the releases it found, and the
+ *         stream waits of failed queries (cuStreamSynchronize), after
+ *         dropping it.  No slot lock.
+ * @failure Every release found complete before the failure has run;
+ *         retirements not yet passed stay queued for later calls.  A
+ *         retirement whose event query and stream wait both failed is
+ *         leaked for good (counted in tf_retirement_stats::leaked, logged):
+ *         its resource must never be freed or reused.
  */
 TF_API tf_status tf_workspace_poll(tf_runtime *rt);
 
@@ -1231,10 +1406,17 @@ TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_s
  * A consistent snapshot of the runtime's retirement counters.  No driver
  * call; serializes briefly with retirements on the runtime.
  *
- * @param rt the runtime.
+ * @param[in] rt the runtime.
  * @param[in,out] out initialised with tf_retirement_stats_init; fields past
  *                its struct_size are not written.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p out, a
+ *         struct_size that does not reach past capacity);
+ *         TF_ERROR_INVALID_HANDLE.  Works in a forked child and after a
+ *         device fault.
+ * @threadsafety Any thread; takes the runtime's retirement lock for the
+ *         copy, so the counters are consistent with each other.  No driver
+ *         call.
+ * @failure @p out is not written.
  */
 TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *out);
 
@@ -1246,22 +1428,39 @@ typedef struct tf_module tf_module;
  * the driver compiles for the device), a CUBIN (ELF) or a fatbin.  The
  * module keeps its runtime alive until its last release.
  *
- * @param rt    the runtime whose primary context receives the module.
- * @param image the image; @p size bytes are read.  PTX need not end with a
- *              NUL byte (the library adds one when it is missing).
- * @param size  bytes of @p image, at least 1.
+ * @param[in] rt    the runtime whose primary context receives the module.
+ *              The module holds a reference to the runtime's state.
+ * @param[in] image the image, read during the call only.  PTX need not end
+ *              with a NUL byte (when the last of its @p size bytes is not
+ *              NUL, the library passes a NUL-terminated copy); the driver
+ *              reads a CUBIN or fatbin by its own headers.
+ * @param[in] size  bytes of @p image, at least 1.
  * @param[out] out the module with one reference.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, size 0);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED;
  *         TF_ERROR_CUDA (cuModuleLoadDataEx; the message carries the start
  *         of the driver's JIT error log, e.g. for PTX of a newer target).
+ * @threadsafety Any thread; no lock of this library: one cuModuleLoadDataEx
+ *         with the primary context current (PTX is compiled by the driver
+ *         during the call, which may take milliseconds).
+ * @failure @p out is not written; nothing was loaded and nothing is leaked.
  */
 TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size,
                                 tf_module **out);
 
-/** Adds a reference to @p module.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a module). */
+/**
+ * Adds a reference to @p module.  The same pointer then needs one more
+ * tf_module_release().
+ *
+ * @param[in] module a module the caller holds a reference to.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, or not a live module; one
+ *         whose last reference was released is freed memory, undefined
+ *         behaviour).
+ * @threadsafety Any thread; one atomic increment, no lock, no driver call.
+ *         Works in a forked child and after a device fault.
+ * @failure Nothing changes.
+ */
 TF_API tf_status tf_module_retain(tf_module *module);
 
 /**
@@ -1270,7 +1469,19 @@ TF_API tf_status tf_module_retain(tf_module *module);
  * child it is leaked quietly), then drops its reference to the runtime.
  * Functions of the module are invalid afterwards.  NULL is a no-op.
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not a module).
+ * @param[in] module the reference to drop, or NULL.  After TF_OK the caller
+ *                   must not use this reference again.
+ * @return TF_OK (also when the unload failed: that is logged);
+ *         TF_ERROR_INVALID_ARGUMENT (not a live module).
+ * @threadsafety Any thread, but not while another thread still uses the
+ *         reference being dropped, and (for the last reference) not while
+ *         another thread may still launch one of its functions.  One atomic
+ *         decrement; the last release makes the module's primary context
+ *         current for cuModuleUnload, puts the caller's context back and
+ *         drops the runtime reference: if that was the runtime's last, the
+ *         runtime is torn down on this thread as by tf_runtime_release().
+ *         The thread's last error is left as it was.
+ * @failure Nothing changes and nothing is released.
  */
 TF_API tf_status tf_module_release(tf_module *module);
 
@@ -1278,14 +1489,17 @@ TF_API tf_status tf_module_release(tf_module *module);
  * A kernel of @p module by its name as it appears in the image: the plain
  * name for an extern "C" kernel, the mangled one for a C++ kernel.
  *
- * @param module the module.
- * @param name   the kernel's name.
+ * @param[in] module the module.
+ * @param[in] name   the kernel's name, NUL-terminated.
  * @param[out] out_function a CUfunction, valid until the module's last
  *             release.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a module);
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a live module);
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA
  *         (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND when the image has no
- *         such kernel).
+ *         such kernel; context).
+ * @threadsafety Any thread; no lock of this library: one cuModuleGetFunction
+ *         with the module's primary context current.
+ * @failure @p out_function is not written.
  */
 TF_API tf_status tf_module_function(tf_module *module, const char *name, void **out_function);
 
@@ -1294,12 +1508,21 @@ TF_API tf_status tf_module_function(tf_module *module, const char *name, void **
  * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8, needed before
  * launching with more than 48 KiB of dynamic shared memory).
  *
- * @param module    the module the function belongs to.
- * @param function  a function from tf_module_function().
- * @param attribute a CUfunction_attribute value.
- * @param value     the attribute's new value.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_RUNTIME_STATE;
- *         TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA.
+ * @param[in] module    the module the function belongs to; its runtime's
+ *                  primary context is made current for the call.  The
+ *                  library does not check that @p function belongs to it.
+ * @param[in] function  a function from tf_module_function().
+ * @param[in] attribute a CUfunction_attribute value; the driver checks it.
+ * @param[in] value     the attribute's new value; the driver checks it.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a live module, NULL
+ *         @p function); TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_CUDA (cuFuncSetAttribute: an attribute that cannot be
+ *         set, a value out of range; context).
+ * @threadsafety Any thread; no lock of this library.  The library does not
+ *         order it with launches of @p function on other threads: set
+ *         attributes before the function is shared.
+ * @failure The attribute is not known to have changed: set it again before
+ *         relying on it.
  */
 TF_API tf_status tf_function_set_attribute(tf_module *module, void *function,
                                            int32_t attribute, int32_t value);
@@ -1335,19 +1558,27 @@ TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
  * TF_ERROR_DEVICE_FAULT).  Takes no slot lock, so it may be called from
  * inside tf_cublas_enqueue() and tf_stream_enqueue() callbacks.
  *
- * @param rt     the runtime; the calling thread's (or the bound) slot is used.
- * @param function a function from tf_module_function() of a module of this
- *               runtime's device.
- * @param config initialised with tf_launch_config_init; every dimension at
- *               least 1.
- * @param args   one pointer per kernel parameter, to a value of the
+ * @param[in] rt  the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] function a function from tf_module_function() of a module of this
+ *               runtime's device, whose module is still loaded.
+ * @param[in] config initialised with tf_launch_config_init; every dimension at
+ *               least 1.  Read during the call only.
+ * @param[in] args one pointer per kernel parameter, to a value of the
  *               parameter's type (cuLaunchKernel's kernelParams); NULL for
  *               a kernel without parameters.  Read during the call only.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a zero dimension,
- *         struct_size too small); TF_ERROR_INVALID_HANDLE;
+ *         struct_size too small, nonzero bytes past the fields this
+ *         library knows); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_CUDA (cuLaunchKernel: a function of another context,
- *         too many threads, too much shared memory, ...).
+ *         too many threads, too much shared memory, ...; context, stream
+ *         creation).
+ * @threadsafety Any thread; no slot lock and no lock of this library once
+ *         the slot's stream exists (its first use creates it under the
+ *         runtime's stream-creation lock).  Launches from threads sharing a
+ *         slot run in the order the driver receives them.
+ * @failure Nothing was queued.  Faults of the kernel itself are not
+ *         reported here but by later calls that wait (see above).
  */
 TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function,
                                   const tf_launch_config *config, void **args);
@@ -1408,19 +1639,31 @@ typedef struct tf_program tf_program;
  * TF_OK.  The thread's last error message on TF_ERROR_COMPILE also carries
  * the start of the log.
  *
- * @param rt     the runtime whose device is the default target.
- * @param source NUL-terminated CUDA C++.
- * @param options NULL for the defaults, or initialised with
- *                tf_compile_options_init.
+ * @param[in] rt     the runtime whose device is the default target (its
+ *               compute capability, read when the runtime was created).
+ * @param[in] source NUL-terminated CUDA C++, read during the call only.
+ * @param[in] options NULL for the defaults, or initialised with
+ *                tf_compile_options_init.  Read during the call only.
  * @param[out] out the program (see above); untouched on other failures.
  * @return TF_OK; TF_ERROR_COMPILE (NVRTC rejected the source or an option;
  *         code domain TF_CODE_NVRTC); TF_ERROR_INVALID_ARGUMENT (NULL,
- *         unknown target, negative option_count, options NULL with a count,
+ *         options struct_size too small, unknown target, negative arch or
+ *         option_count, options NULL with a count or holding a NULL entry,
  *         nonzero unknown option bytes); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_LIBRARY_NOT_FOUND (no NVRTC; the message says what to
  *         add to LD_LIBRARY_PATH); TF_ERROR_NOT_SUPPORTED (the NVRTC found
  *         lacks a function this needs); TF_ERROR_PROVIDER (another NVRTC
- *         failure); TF_ERROR_OUT_OF_MEMORY.
+ *         failure); TF_ERROR_OUT_OF_MEMORY.  No device work: it works in a
+ *         forked child and after a device fault.
+ * @threadsafety Any thread; no lock of this library.  The first NVRTC call
+ *         of the process loads NVRTC (concurrent first callers wait for that
+ *         one load); each call compiles its own NVRTC program, so calls on
+ *         different threads compile concurrently.
+ * @failure On TF_ERROR_COMPILE @p out holds a program that the caller must
+ *         release with tf_program_release().  On every other failure
+ *         @p out is not written and nothing is leaked: the NVRTC program is
+ *         destroyed on every path.  A failed load of NVRTC is not retried:
+ *         every later compile in the process gets the same status.
  */
 TF_API tf_status tf_program_compile(tf_runtime *rt, const char *source,
                                     const tf_compile_options *options, tf_program **out);
@@ -1429,8 +1672,14 @@ TF_API tf_status tf_program_compile(tf_runtime *rt, const char *source,
  * The compiled image of @p program (PTX text including its NUL byte, or a
  * CUBIN), valid until tf_program_release(); pass it to tf_module_load().
  *
+ * @param[in] program a program from tf_program_compile().
+ * @param[out] out_image the image, borrowed from @p program: never free it.
+ * @param[out] out_size its size in bytes.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, or a program that did not
  *         compile and so has no image).
+ * @threadsafety Any thread; reads @p program only, no lock, so threads may
+ *         read one program at once, but not while another releases it.
+ * @failure Neither output is written.
  */
 TF_API tf_status tf_program_image(const tf_program *program, const void **out_image,
                                   size_t *out_size);
@@ -1439,11 +1688,25 @@ TF_API tf_status tf_program_image(const tf_program *program, const void **out_im
  * NVRTC's log for @p program, NUL-terminated ("" when NVRTC wrote none),
  * valid until tf_program_release().
  *
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT.
+ * @param[in] program a program from tf_program_compile().
+ * @param[out] out_log the log, borrowed from @p program: never free it.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p program or @p out_log).
+ * @threadsafety As tf_program_image().
+ * @failure @p out_log is not written.
  */
 TF_API tf_status tf_program_log(const tf_program *program, const char **out_log);
 
-/** Frees @p program, its image and its log.  NULL is a no-op. */
+/**
+ * Frees @p program, its image and its log.  NULL is a no-op.
+ *
+ * @param[in] program a program from tf_program_compile(), or NULL.  Its
+ *                    image and log pointers are invalid afterwards.  Any
+ *                    other pointer, or a program released already, is
+ *                    undefined behaviour: programs are not reference-counted
+ *                    and carry no check.
+ * @threadsafety Any thread, but not while another thread still uses the
+ *         program, its image or its log.  No lock, no driver call.
+ */
 TF_API void tf_program_release(tf_program *program);
 
 /** @} */
@@ -1481,8 +1744,9 @@ TF_API void tf_program_release(tf_program *program);
  * Thread safety: all of these may be called from any number of threads at
  * once.  Calls on one stream slot serialize on that slot's lock only where
  * they use the slot's staging (tf_download_scalar(), and tf_download() into
- * pageable memory); calls on different slots never wait for each other's
- * lock, though concurrent bulk downloads share the runtime's copy threads.
+ * pageable memory above 64 KiB); calls on different slots never wait for
+ * each other's lock, though concurrent bulk downloads share the runtime's
+ * copy threads.
  * @{
  */
 
@@ -1502,7 +1766,9 @@ TF_API void tf_program_release(tf_program *program);
  * usable everywhere on return.  Either way it is aligned for any type, as
  * cuMemAlloc documents, and not initialized.
  *
- * @param bytes        size; 0 gives *out_ptr = 0 (no driver call), which
+ * @param[in] rt       the runtime; the calling thread's (or the bound) slot
+ *                     orders the allocation.
+ * @param[in] bytes    size; 0 gives *out_ptr = 0 (no driver call), which
  *                     every transfer accepts with length 0 and tf_free()
  *                     ignores.
  * @param[out] out_ptr the device address; release it with tf_free().
@@ -1511,6 +1777,12 @@ TF_API void tf_program_release(tf_program *program);
  *         exhausted); TF_ERROR_RUNTIME_STATE (forked child);
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED (the driver lacks
  *         cuMemAlloc); TF_ERROR_CUDA.
+ * @threadsafety Any thread; no lock of this library once the slot's stream
+ *         exists (its first use creates it under the runtime's
+ *         stream-creation lock).  Whether the device has memory pools is
+ *         asked once per runtime and cached in an atomic (racing first
+ *         callers may each ask).
+ * @failure @p out_ptr is not written and nothing was allocated.
  */
 TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr);
 
@@ -1521,13 +1793,24 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr);
  * must be finished before.  With memory pools this is cuMemFreeAsync and
  * returns at once; otherwise cuMemFree, which waits for the device.
  *
- * @param ptr  the address tf_alloc() returned; 0 is a no-op.  Freeing an
+ * @param[in] rt   the runtime; the calling thread's (or the bound) slot
+ *                 orders the free.
+ * @param[in] ptr  the address tf_alloc() returned; 0 is a no-op.  Freeing an
  *             address twice is a bug the library reports only when the
  *             driver notices it.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (@p ptr is not the start of an
  *         allocation of the runtime's device); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ * @threadsafety Any thread; no lock of this library (as tf_alloc()).
+ *         Without memory pools cuMemFree blocks the calling thread until the
+ *         device is done with the memory.
+ * @failure After TF_ERROR_INVALID_ARGUMENT, and after any failure whose
+ *         tf_last_error_call() is neither "cuMemFree" nor "cuMemFreeAsync",
+ *         nothing was freed: the memory is still the caller's.  When the
+ *         driver's free itself failed with another status, whether the
+ *         memory was freed is unknown: use it no more and do not free it
+ *         again (leak it).
  */
 TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
 
@@ -1542,13 +1825,25 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  * the data; other slots, runtimes and the host see it after
  * tf_runtime_sync() on this slot.
  *
- * @param src  host memory readable for @p len bytes.
- * @param dst  device memory of the runtime's device (checked, see above).
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p src, @p dst not device
- *         memory of the runtime's device, the range crosses the end of its
+ * @param[in] rt   the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] src  host memory readable for @p len bytes.
+ * @param[in] dst  device memory of the runtime's device (checked, see above).
+ * @param[in] len  bytes to copy; 0 does nothing (no pointer is checked).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p src, @p src is device
+ *         memory, @p dst not device memory of the runtime's device, the
+ *         range crosses the end of its
  *         allocation); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
  *         On failure the device may still write @p dst's range.
+ * @threadsafety Any thread; no lock of this library once the slot's stream
+ *         exists.  For a page-locked @p src it blocks in cuStreamSynchronize
+ *         of the slot (all work queued there before, too), holding no lock.
+ * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  After a
+ *         failed copy or wait, @p dst's range may be partly written and the
+ *         device may still write it; for a page-locked @p src the device may
+ *         also still read @p src: do not free or reuse it until a later
+ *         tf_runtime_sync() from the same slot returns TF_OK (if none does,
+ *         leak it).  A pageable @p src is free once the call returns.
  */
 TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len);
 
@@ -1557,10 +1852,20 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
  * runtime's device, in order on the calling thread's slot stream.  Returns
  * once the copy is queued; work queued later on the slot sees the result.
  *
+ * @param[in] rt  the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] src device memory of the runtime's device (checked, see above).
+ * @param[in] dst device memory of the runtime's device (checked), not
+ *                overlapping [src, src + len).
+ * @param[in] len bytes to copy; 0 does nothing (no pointer is checked).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (either address unchecked, see
  *         above, or the two ranges overlap); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ * @threadsafety Any thread; no lock of this library once the slot's stream
+ *         exists; never waits for the device.
+ * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  After a
+ *         failed cuMemcpyDtoDAsync, @p dst's range is not known to hold
+ *         anything: copy again before reading it.  @p src is never written.
  */
 TF_API tf_status tf_copy(tf_runtime *rt, uint64_t src, uint64_t dst, size_t len);
 
@@ -1572,11 +1877,17 @@ TF_API tf_status tf_copy(tf_runtime *rt, uint64_t src, uint64_t dst, size_t len)
  * way; without direct access the driver stages the copy through host
  * memory.
  *
+ * @param[in] src_rt the runtime of the source device.
+ * @param[in] dst_rt the runtime of the destination device.
  * @param[out] out_available 1 or 0.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL); TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL); TF_ERROR_INVALID_HANDLE
+ *         (either runtime); TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT
+ *         (either runtime);
  *         TF_ERROR_NOT_SUPPORTED (the driver lacks cuDeviceCanAccessPeer);
  *         TF_ERROR_CUDA.
+ * @threadsafety Any thread; no lock, no context switch: no driver call for
+ *         one device, one cuDeviceCanAccessPeer for two.
+ * @failure @p out_available is not written.
  */
 TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
                                         int32_t *out_available);
@@ -1595,10 +1906,26 @@ TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
  * context); if the driver refuses, the copy still runs, staged, and a
  * warning is logged.
  *
+ * @param[in] src_rt the source's runtime; its calling thread's (or bound)
+ *                   slot stream carries the copy.
+ * @param[in] src    device memory of @p src_rt's device (checked, see above).
+ * @param[in] dst_rt the destination's runtime.
+ * @param[in] dst    device memory of @p dst_rt's device (checked); on one
+ *                   device, not overlapping [src, src + len).
+ * @param[in] len    bytes to copy; 0 does nothing (no pointer is checked).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an address unchecked for
- *         its runtime's device, see above); TF_ERROR_INVALID_HANDLE;
+ *         its runtime's device, see above, or overlapping ranges on one
+ *         device); TF_ERROR_INVALID_HANDLE (either runtime);
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
+ * @threadsafety Any thread; no lock of this library once the source slot's
+ *         stream exists.  Peer access is enabled at most once per source
+ *         runtime and destination device (an atomic bit per destination;
+ *         for ordinals 64 and above it is asked again each time, and the
+ *         driver answers that it is enabled already).
+ * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  After a
+ *         failed cuMemcpyPeerAsync, @p dst's range is not known to hold
+ *         anything.  Peer access enabled on the way stays enabled.
  */
 TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_rt,
                               uint64_t dst, size_t len);
@@ -1613,9 +1940,11 @@ TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_
  * wait for that stream only.  The cost is that of the raw driver copy plus
  * the address check, one context check and the slot's lock.
  *
- * @param src  device memory of the runtime's device (checked, see above).
- * @param out  host memory writable for @p len bytes; written only on TF_OK.
- * @param len  0 .. TF_SCALAR_DOWNLOAD_MAX_BYTES.
+ * @param[in] rt   the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] src  device memory of the runtime's device (checked, see above).
+ * @param[out] out host memory writable for @p len bytes; written only on TF_OK.
+ * @param[in] len  0 .. TF_SCALAR_DOWNLOAD_MAX_BYTES; 0 does nothing (no
+ *                 pointer is checked).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, @p len over
  *         TF_SCALAR_DOWNLOAD_MAX_BYTES, @p src unchecked);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (no page-locked
@@ -1626,6 +1955,17 @@ TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_
  *         After a failed copy or wait the slot's staging buffer is leaked
  *         (the device may still write it) and the next call allocates
  *         another.
+ * @threadsafety Any thread.  Takes the calling slot's lock (one mutex per
+ *         slot) once the address is checked, and holds it across the
+ *         staging buffer's allocation (the slot's first call only), the copy
+ *         and the wait for the slot's stream: threads sharing the slot
+ *         serialize, each waiting for the other's download (and for whatever
+ *         else is queued on that stream); threads on other slots never wait
+ *         for it.  Refused with TF_ERROR_RUNTIME_STATE from inside a
+ *         tf_cublas_enqueue() or tf_stream_enqueue() callback on the same
+ *         slot.
+ * @failure @p out is not written.  A staging buffer the device may still
+ *         write was leaked, never freed or reused (see above).
  */
 TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, size_t len);
 
@@ -1640,19 +1980,34 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
  * own pageable path: the device copies chunks into the slot's two
  * page-locked staging buffers while host threads copy the previous chunk out
  * in parallel (tf_runtime_options::download_threads and
- * ::download_chunk_bytes tune it).  Smaller pageable destinations use the
- * driver's copy.  If the operating system refuses to start a copy thread,
+ * tf_runtime_options::download_chunk_bytes tune it).  Smaller pageable
+ * destinations use the driver's copy.  If the operating system refuses to
+ * start a copy thread,
  * downloads use the threads that did start (at least the caller) and a
  * warning is logged once.
  *
- * @param src  device memory of the runtime's device (checked, see above).
- * @param dst  host memory writable for @p len bytes, not device memory.
+ * @param[in] rt   the runtime; the calling thread's (or the bound) slot is used.
+ * @param[in] src  device memory of the runtime's device (checked, see above).
+ * @param[out] dst host memory writable for @p len bytes, not device memory.
+ * @param[in] len  bytes to copy; 0 does nothing (no pointer is checked).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p dst, @p dst is device
  *         memory, @p src unchecked; nothing was written);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (no page-locked
  *         memory for the staging buffers); TF_ERROR_RUNTIME_STATE;
  *         TF_ERROR_DEVICE_FAULT; TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
- *
+ * @threadsafety Any thread.  A page-locked @p dst, or a pageable one of at
+ *         most 64 KiB, takes no lock of this library: the copy, then
+ *         cuStreamSynchronize of the slot.  A pageable @p dst above 64 KiB
+ *         takes the calling slot's lock for the whole download (the staging
+ *         buffers' allocation at the slot's first such download, every chunk
+ *         copy and wait, the host copies), so threads sharing the slot
+ *         serialize and a call from inside a tf_cublas_enqueue() or
+ *         tf_stream_enqueue() callback on the same slot is refused with
+ *         TF_ERROR_RUNTIME_STATE; downloads on other slots run in parallel
+ *         and share the runtime's copy threads (started once per runtime
+ *         under the runtime's copy-pool start lock, fed through one queue
+ *         under the pool's mutex).
+ * @failure After TF_ERROR_INVALID_ARGUMENT nothing was written.
  * On any other failure @p dst may be partly written, and for a page-locked
  * @p dst the device may still be writing it: do not free or reuse @p dst
  * until a later tf_runtime_sync() from the same slot returns TF_OK (the

@@ -1,6 +1,13 @@
-/* Every function that takes a runtime handle: NULL, a released handle and a
- * pointer that was never a handle each get a documented status and a
- * message naming the operation, never a crash.  Every NULL output too. */
+/* Bad input, table-driven: every handle and object argument (NULL, released,
+ * never one), every NULL output and every out-of-range value each get their
+ * documented status and a message naming the operation, never a crash.
+ *
+ * docs/bad-input.md lists every argument check of every public function and
+ * cites the test that proves it, here or in a feature suite;
+ * tools/check-bad-input (make check) fails when the two drift apart.  Every
+ * test here runs on a real GPU as well as on the double. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/test_support.h"
@@ -10,13 +17,36 @@ static int32_t noop(void *user_data) {
     return 0;
 }
 
+static int32_t noop_stream(void *stream, void *user_data) {
+    (void)stream, (void)user_data;
+    return 0;
+}
+
+static int32_t noop_cublas(void *handle, void *stream, void *user_data) {
+    (void)handle, (void)stream, (void)user_data;
+    return 0;
+}
+
+static void noop_release(void *resource, void *user_data) {
+    (void)resource, (void)user_data;
+}
+
+static const char kSource[] = "extern \"C\" __global__ void k() {}\n";
+
+/* ---- every function that takes a runtime handle ---------------------------- */
+
 /* One call per public function that takes a handle; returns its status. */
 typedef tf_status (*handle_call)(tf_runtime *rt);
 static uint64_t u64;
 static int32_t i32;
 static void *ptr;
 static tf_runtime *out_rt;
+static tf_event *out_event;
+static tf_module *out_module;
+static tf_program *out_program;
 static tf_device_properties props;
+static tf_retirement_stats stats;
+static tf_launch_config config;
 
 static tf_status call_retain(tf_runtime *rt) { return tf_runtime_retain(rt); }
 static tf_status call_release(tf_runtime *rt) { return tf_runtime_release(rt); }
@@ -32,6 +62,18 @@ static tf_status call_stream(tf_runtime *rt) { return tf_runtime_stream(rt, &ptr
 static tf_status call_slot_stream(tf_runtime *rt) { return tf_runtime_slot_stream(rt, 0, &ptr); }
 static tf_status call_with_context(tf_runtime *rt) { return tf_with_context(rt, noop, NULL); }
 static tf_status call_sync(tf_runtime *rt) { return tf_runtime_sync(rt); }
+static tf_status call_cublas(tf_runtime *rt) { return tf_cublas_enqueue(rt, 0, noop_cublas, NULL); }
+static tf_status call_enqueue(tf_runtime *rt) { return tf_stream_enqueue(rt, noop_stream, NULL); }
+static tf_status call_slot_wait(tf_runtime *rt) { return tf_slot_wait(rt, 0); }
+static tf_status call_event_new(tf_runtime *rt) { return tf_event_new(rt, &out_event); }
+static tf_status call_event_record(tf_runtime *rt) { return tf_event_record(rt, NULL); }
+static tf_status call_event_wait(tf_runtime *rt) { return tf_event_wait(rt, NULL); }
+static tf_status call_retire(tf_runtime *rt) { return tf_workspace_retire(rt, NULL, noop_release, NULL); }
+static tf_status call_poll(tf_runtime *rt) { return tf_workspace_poll(rt); }
+static tf_status call_stats(tf_runtime *rt) { return tf_workspace_stats(rt, &stats); }
+static tf_status call_module_load(tf_runtime *rt) { return tf_module_load(rt, kSource, sizeof kSource, &out_module); }
+static tf_status call_launch(tf_runtime *rt) { return tf_kernel_launch(rt, ptr, &config, NULL); }
+static tf_status call_compile(tf_runtime *rt) { return tf_program_compile(rt, kSource, NULL, &out_program); }
 static tf_status call_alloc(tf_runtime *rt) { return tf_alloc(rt, 8, &u64); }
 static tf_status call_free(tf_runtime *rt) { return tf_free(rt, 1); }
 static tf_status call_upload(tf_runtime *rt) { return tf_upload(rt, &u64, 1, 8); }
@@ -59,6 +101,18 @@ static const struct {
     {"tf_runtime_slot_stream", call_slot_stream},
     {"tf_with_context", call_with_context},
     {"tf_runtime_sync", call_sync},
+    {"tf_cublas_enqueue", call_cublas},
+    {"tf_stream_enqueue", call_enqueue},
+    {"tf_slot_wait", call_slot_wait},
+    {"tf_event_new", call_event_new},
+    {"tf_event_record", call_event_record},
+    {"tf_event_wait", call_event_wait},
+    {"tf_workspace_retire", call_retire},
+    {"tf_workspace_poll", call_poll},
+    {"tf_workspace_stats", call_stats},
+    {"tf_module_load", call_module_load},
+    {"tf_kernel_launch", call_launch},
+    {"tf_program_compile", call_compile},
     {"tf_alloc", call_alloc},
     {"tf_free", call_free},
     {"tf_upload", call_upload},
@@ -70,10 +124,16 @@ static const struct {
 };
 #define NCALLS (sizeof calls / sizeof calls[0])
 
+static void init_outputs(void) {
+    tf_device_properties_init(&props, sizeof props);
+    tf_retirement_stats_init(&stats, sizeof stats);
+    tf_launch_config_init(&config, sizeof config);
+}
+
 static void null_handle_is_an_invalid_argument(void **state) {
     size_t i;
     (void)state;
-    tf_device_properties_init(&props, sizeof props);
+    init_outputs();
     for (i = 0; i < NCALLS; ++i) {
         if (strcmp(calls[i].op, "tf_runtime_release") == 0) {
             assert_ok(calls[i].call(NULL)); /* release of NULL is a no-op */
@@ -87,7 +147,7 @@ static void null_handle_is_an_invalid_argument(void **state) {
 static void released_handle_is_an_invalid_handle(void **state) {
     size_t i;
     (void)state;
-    tf_device_properties_init(&props, sizeof props);
+    init_outputs();
     for (i = 0; i < NCALLS; ++i) {
         tf_runtime *rt = new_runtime();
         assert_ok(tf_runtime_release(rt));
@@ -101,36 +161,352 @@ static void foreign_pointer_is_an_invalid_handle(void **state) {
     size_t i;
     (void)state;
     memset(junk, 0x5A, sizeof junk);
-    tf_device_properties_init(&props, sizeof props);
+    init_outputs();
     for (i = 0; i < NCALLS; ++i)
         assert_failure(calls[i].call((tf_runtime *)junk), TF_ERROR_INVALID_HANDLE, calls[i].op,
                        "is not a runtime handle");
+}
+
+/* The destination runtime of the peer calls is checked like the source. */
+static void second_runtime_is_checked_like_the_first(void **state) {
+    tf_runtime *rt = new_runtime(), *gone = new_runtime();
+    uint64_t junk[16];
+    (void)state;
+    memset(junk, 0x5A, sizeof junk);
+    assert_ok(tf_runtime_release(gone));
+    assert_failure(tf_peer_copy_available(rt, NULL, &i32), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_peer_copy_available", "dst_rt is NULL");
+    assert_failure(tf_peer_copy(rt, 1, NULL, 64, 8), TF_ERROR_INVALID_ARGUMENT, "tf_peer_copy",
+                   "dst_rt is NULL");
+    assert_failure(tf_peer_copy_available(rt, gone, &i32), TF_ERROR_INVALID_HANDLE,
+                   "tf_peer_copy_available", "was already released");
+    assert_failure(tf_peer_copy(rt, 1, gone, 64, 8), TF_ERROR_INVALID_HANDLE, "tf_peer_copy",
+                   "was already released");
+    assert_failure(tf_peer_copy_available(rt, (tf_runtime *)junk, &i32), TF_ERROR_INVALID_HANDLE,
+                   "tf_peer_copy_available", "is not a runtime handle");
+    assert_failure(tf_peer_copy(rt, 1, (tf_runtime *)junk, 64, 8), TF_ERROR_INVALID_HANDLE,
+                   "tf_peer_copy", "is not a runtime handle");
+    assert_ok(tf_runtime_release(rt));
 }
 
 /* Every output pointer NULL: refused before anything happens. */
 static void null_outputs_are_refused(void **state) {
     tf_runtime *rt = new_runtime();
     (void)state;
-    assert_failure(tf_runtime_bind_slot(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_bind_slot", "NULL");
-    assert_failure(tf_runtime_identity(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_identity", "NULL");
-    assert_failure(tf_runtime_allocation_domain(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_allocation_domain", "NULL");
-    assert_failure(tf_runtime_device_info(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_device_info", "NULL");
-    assert_failure(tf_runtime_supports(rt, TF_CAP_RAW_STREAM, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_supports", "NULL");
-    assert_failure(tf_runtime_primary_context(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_primary_context", "NULL");
-    assert_failure(tf_runtime_slot_count(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_count", "NULL");
-    assert_failure(tf_runtime_current_slot(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_current_slot", "NULL");
-    assert_failure(tf_runtime_stream(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_stream", "NULL");
-    assert_failure(tf_runtime_slot_stream(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_stream", "NULL");
-    assert_failure(tf_with_context(rt, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_with_context", "NULL");
-    assert_failure(tf_alloc(rt, 8, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "NULL");
-    assert_failure(tf_peer_copy_available(rt, rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_peer_copy_available", "NULL");
+    assert_failure(tf_runtime_bind_slot(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_bind_slot", "out is NULL");
+    assert_failure(tf_runtime_identity(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_identity", "out is NULL");
+    assert_failure(tf_runtime_allocation_domain(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_allocation_domain", "out is NULL");
+    assert_failure(tf_runtime_device_info(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_device_info", "out is NULL");
+    assert_failure(tf_runtime_supports(rt, TF_CAP_RAW_STREAM, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_supports", "out_supported is NULL");
+    assert_failure(tf_runtime_primary_context(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_primary_context", "out_context is NULL");
+    assert_failure(tf_runtime_slot_count(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_count", "out_count is NULL");
+    assert_failure(tf_runtime_current_slot(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_current_slot", "out_slot is NULL");
+    assert_failure(tf_runtime_stream(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_stream", "out_stream is NULL");
+    assert_failure(tf_runtime_slot_stream(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_stream", "out_stream is NULL");
+    assert_failure(tf_with_context(rt, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_with_context", "fn is NULL");
+    assert_failure(tf_alloc(rt, 8, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "out_ptr is NULL");
+    assert_failure(tf_peer_copy_available(rt, rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_peer_copy_available", "out_available is NULL");
+    assert_failure(tf_event_new(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_new", "out is NULL");
+    assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version", "out_version is NULL");
+    assert_failure(tf_device_count(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_count", "out_count is NULL");
+    assert_failure(tf_device_info(0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_info", "out is NULL");
+    assert_failure(tf_runtime_new_with_options(0, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options", "out is NULL");
+    assert_failure(tf_last_error(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_last_error", "out is NULL");
     {
+        const void *image = NULL;
+        const char *log = NULL;
+        size_t size = 0;
         tf_device_properties small;
+        assert_failure(tf_program_image(NULL, &image, &size), TF_ERROR_INVALID_ARGUMENT, "tf_program_image", "program, out_image or out_size is NULL");
+        assert_failure(tf_program_log(NULL, &log), TF_ERROR_INVALID_ARGUMENT, "tf_program_log", "program or out_log is NULL");
         memset(&small, 0, sizeof small);
         assert_failure(tf_runtime_device_info(rt, &small), TF_ERROR_INVALID_ARGUMENT,
-                       "tf_runtime_device_info", "struct_size 0");
+                       "tf_runtime_device_info", "out->struct_size 0 is too small");
     }
     assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- every function that takes an event or a module ------------------------ */
+
+/* A module that loads on a GPU and on the double (which knows the name). */
+static const char kPtx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                           ".visible .entry tfd_fill_u32()\n{\n\tret;\n}\n";
+
+typedef tf_status (*object_call)(void *object);
+static tf_runtime *object_rt; /* a live runtime for the calls that take one */
+
+static tf_status call_event_retain(void *o) { return tf_event_retain(o); }
+static tf_status call_event_release(void *o) { return tf_event_release(o); }
+static tf_status call_event_record_on(void *o) { return tf_event_record(object_rt, o); }
+static tf_status call_event_wait_on(void *o) { return tf_event_wait(object_rt, o); }
+static tf_status call_event_synchronize(void *o) { return tf_event_synchronize(o); }
+static tf_status call_event_query(void *o) { return tf_event_query(o, &i32); }
+static tf_status call_module_retain(void *o) { return tf_module_retain(o); }
+static tf_status call_module_release(void *o) { return tf_module_release(o); }
+static tf_status call_module_function(void *o) { return tf_module_function(o, "tfd_fill_u32", &ptr); }
+static tf_status call_set_attribute(void *o) { return tf_function_set_attribute(o, &u64, 8, 0); }
+
+#define EVENT_NULL "event is NULL"
+#define NOT_AN_EVENT "is not a live event"
+#define MODULE_NULL "module is NULL"
+#define NOT_A_MODULE "is not a live module"
+
+static const struct {
+    const char *op;
+    object_call call;
+    const char *if_null;    /* the message for NULL; NULL where NULL is a no-op */
+    const char *if_foreign; /* the message for a pointer that never was one */
+} object_calls[] = {
+    {"tf_event_retain", call_event_retain, EVENT_NULL, NOT_AN_EVENT},
+    {"tf_event_release", call_event_release, NULL, NOT_AN_EVENT},
+    {"tf_event_record", call_event_record_on, EVENT_NULL, NOT_AN_EVENT},
+    {"tf_event_wait", call_event_wait_on, EVENT_NULL, NOT_AN_EVENT},
+    {"tf_event_synchronize", call_event_synchronize, EVENT_NULL, NOT_AN_EVENT},
+    {"tf_event_query", call_event_query, EVENT_NULL, NOT_AN_EVENT},
+    {"tf_module_retain", call_module_retain, MODULE_NULL, NOT_A_MODULE},
+    {"tf_module_release", call_module_release, NULL, NOT_A_MODULE},
+    {"tf_module_function", call_module_function, MODULE_NULL, NOT_A_MODULE},
+    {"tf_function_set_attribute", call_set_attribute, MODULE_NULL, NOT_A_MODULE},
+};
+#define NOBJECTS (sizeof object_calls / sizeof object_calls[0])
+
+static void null_object_is_an_invalid_argument(void **state) {
+    size_t i;
+    (void)state;
+    object_rt = new_runtime();
+    for (i = 0; i < NOBJECTS; ++i) {
+        if (!object_calls[i].if_null)
+            assert_ok(object_calls[i].call(NULL)); /* release of NULL is a no-op */
+        else
+            assert_failure(object_calls[i].call(NULL), TF_ERROR_INVALID_ARGUMENT,
+                           object_calls[i].op, object_calls[i].if_null);
+    }
+    assert_ok(tf_runtime_release(object_rt));
+}
+
+static void foreign_object_is_an_invalid_argument(void **state) {
+    uint64_t junk[16];
+    size_t i;
+    (void)state;
+    memset(junk, 0x5A, sizeof junk);
+    object_rt = new_runtime();
+    for (i = 0; i < NOBJECTS; ++i)
+        assert_failure(object_calls[i].call(junk), TF_ERROR_INVALID_ARGUMENT, object_calls[i].op,
+                       object_calls[i].if_foreign);
+    assert_ok(tf_runtime_release(object_rt));
+}
+
+/* ---- values out of range, with a live runtime, memory, module ---------------- */
+
+static struct fixture {
+    tf_runtime *rt; /* four slots */
+    uint64_t d;     /* 64 bytes of device memory */
+    tf_module *module;
+    void *function; /* its tfd_fill_u32 */
+    unsigned char host[64];
+} fx;
+
+static int fixture_up(void **state) {
+    test_reset(state);
+    fx.rt = new_runtime_with_slots(4);
+    if (tf_alloc(fx.rt, 64, &fx.d) != TF_OK ||
+        tf_module_load(fx.rt, kPtx, sizeof kPtx, &fx.module) != TF_OK ||
+        tf_module_function(fx.module, "tfd_fill_u32", &fx.function) != TF_OK)
+        fail_msg("fixture: %s", tf_last_error_message());
+    memset(fx.host, 0, sizeof fx.host);
+    return 0;
+}
+
+static int fixture_down(void **state) {
+    (void)state;
+    assert_ok(tf_module_release(fx.module));
+    assert_ok(tf_free(fx.rt, fx.d));
+    assert_ok(tf_runtime_release(fx.rt));
+    return 0;
+}
+
+/* Options, configurations and error records with one field wrong. */
+static tf_runtime_options options_with(uint32_t struct_size, uint32_t capacity, uint32_t flags) {
+    tf_runtime_options o;
+    tf_runtime_options_init(&o, sizeof o);
+    if (struct_size) o.struct_size = struct_size;
+    if (capacity) o.retirement_capacity = capacity;
+    o.flags = flags;
+    return o;
+}
+
+static tf_status new_negative(void) { return tf_runtime_new_with_options(-1, NULL, &out_rt); }
+static tf_status new_missing_device(void) { return tf_runtime_new_with_options(4096, NULL, &out_rt); }
+static tf_status new_tiny_options(void) {
+    tf_runtime_options o = options_with(3, 0, 0);
+    return tf_runtime_new_with_options(0, &o, &out_rt);
+}
+static tf_status new_capacity_over(void) {
+    tf_runtime_options o = options_with(0, TF_MAX_RETIREMENT_CAPACITY + 1, 0);
+    return tf_runtime_new_with_options(0, &o, &out_rt);
+}
+static tf_status new_flags(void) {
+    tf_runtime_options o = options_with(0, 0, 4);
+    return tf_runtime_new_with_options(0, &o, &out_rt);
+}
+static tf_status last_error_tiny(void) {
+    tf_error_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = 2;
+    return tf_last_error(&info);
+}
+static tf_status cublas_mode(void) { return tf_cublas_enqueue(fx.rt, -1, noop_cublas, NULL); }
+static tf_status module_out(void) { return tf_module_load(fx.rt, kPtx, sizeof kPtx, NULL); }
+static tf_status module_garbage(void) {
+    static const char garbage[] = "this is not a module image";
+    return tf_module_load(fx.rt, garbage, sizeof garbage, &out_module);
+}
+static tf_status function_name(void) { return tf_module_function(fx.module, NULL, &ptr); }
+static tf_status function_out(void) { return tf_module_function(fx.module, "tfd_fill_u32", NULL); }
+static tf_status attribute_function(void) { return tf_function_set_attribute(fx.module, NULL, 8, 0); }
+static tf_status attribute_value(void) {
+    /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES of 1 GiB: no device has it. */
+    return tf_function_set_attribute(fx.module, fx.function, 8, 1 << 30);
+}
+static tf_status launch_function(void) { return tf_kernel_launch(fx.rt, NULL, &config, NULL); }
+static tf_status launch_config(void) { return tf_kernel_launch(fx.rt, fx.function, NULL, NULL); }
+static tf_status launch_with(uint32_t struct_size, uint32_t block_z, int tail) {
+    unsigned char buf[sizeof(tf_launch_config) + 8];
+    tf_launch_config *c = (tf_launch_config *)buf;
+    memset(buf, 0, sizeof buf);
+    tf_launch_config_init(c, sizeof buf);
+    if (struct_size) c->struct_size = struct_size;
+    c->block_z = block_z;
+    buf[sizeof(tf_launch_config) + 1] = (unsigned char)tail;
+    return tf_kernel_launch(fx.rt, fx.function, c, NULL);
+}
+static tf_status launch_tiny(void) { return launch_with(4, 1, 0); }
+static tf_status launch_tail(void) { return launch_with(0, 1, 1); }
+static tf_status launch_zero(void) { return launch_with(0, 0, 0); }
+static tf_status compile_with(int32_t arch, int tail) {
+    unsigned char buf[sizeof(tf_compile_options) + 8];
+    tf_compile_options *o = (tf_compile_options *)buf;
+    memset(buf, 0, sizeof buf);
+    tf_compile_options_init(o, sizeof buf);
+    o->arch = arch;
+    buf[sizeof(tf_compile_options) + 1] = (unsigned char)tail;
+    return tf_program_compile(fx.rt, kSource, o, &out_program);
+}
+static tf_status compile_arch(void) { return compile_with(-1, 0); }
+static tf_status compile_tail(void) { return compile_with(0, 1); }
+static tf_status copy_to_host(void) { return tf_copy(fx.rt, fx.d, (uint64_t)(uintptr_t)fx.host, 8); }
+static tf_status peer_from_host(void) {
+    return tf_peer_copy(fx.rt, (uint64_t)(uintptr_t)fx.host, fx.rt, fx.d, 8);
+}
+static tf_status peer_past_end(void) { return tf_peer_copy(fx.rt, fx.d, fx.rt, fx.d + 40, 33); }
+static tf_status scalar_negative_len(void) { return tf_download_scalar(fx.rt, fx.d, fx.host, (size_t)-1); }
+
+static const struct {
+    const char *op;
+    tf_status (*call)(void);
+    tf_status expected;
+    const char *fragment, *fragment2; /* fragment2 may be NULL */
+} bad_arguments[] = {
+    {"tf_runtime_new_with_options", new_negative, TF_ERROR_INVALID_ARGUMENT, "device ordinal -1 is negative", NULL},
+    {"tf_runtime_new_with_options", new_missing_device, TF_ERROR_DEVICE_UNAVAILABLE, "device 4096 is not available", NULL},
+    {"tf_runtime_new_with_options", new_tiny_options, TF_ERROR_INVALID_ARGUMENT, "options->struct_size 3 is too small", NULL},
+    {"tf_runtime_new_with_options", new_capacity_over, TF_ERROR_INVALID_ARGUMENT, "retirement_capacity 1048577 is outside 1..1048576", NULL},
+    {"tf_runtime_new_with_options", new_flags, TF_ERROR_INVALID_ARGUMENT, "flags 0x4: no flag is defined", NULL},
+    {"tf_last_error", last_error_tiny, TF_ERROR_INVALID_ARGUMENT, "out->struct_size 2 is too small", NULL},
+    {"tf_cublas_enqueue", cublas_mode, TF_ERROR_INVALID_ARGUMENT, "pointer_mode -1 is neither", NULL},
+    {"tf_module_load", module_out, TF_ERROR_INVALID_ARGUMENT, "image or out is NULL", NULL},
+    {"tf_module_load", module_garbage, TF_ERROR_CUDA, "cuModuleLoadDataEx failed", NULL},
+    {"tf_module_function", function_name, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL", NULL},
+    {"tf_module_function", function_out, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL", NULL},
+    {"tf_function_set_attribute", attribute_function, TF_ERROR_INVALID_ARGUMENT, "function is NULL", NULL},
+    {"tf_function_set_attribute", attribute_value, TF_ERROR_CUDA, "cuFuncSetAttribute failed", NULL},
+    {"tf_kernel_launch", launch_function, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL", NULL},
+    {"tf_kernel_launch", launch_config, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL", NULL},
+    {"tf_kernel_launch", launch_tiny, TF_ERROR_INVALID_ARGUMENT, "config->struct_size 4 is too small", NULL},
+    {"tf_kernel_launch", launch_tail, TF_ERROR_INVALID_ARGUMENT, "config sets fields this library", NULL},
+    {"tf_kernel_launch", launch_zero, TF_ERROR_INVALID_ARGUMENT, "every dimension must be at least 1", NULL},
+    {"tf_program_compile", compile_arch, TF_ERROR_INVALID_ARGUMENT, "arch -1 and option_count 0 must not be negative", NULL},
+    {"tf_program_compile", compile_tail, TF_ERROR_INVALID_ARGUMENT, "options set fields this library", NULL},
+    {"tf_copy", copy_to_host, TF_ERROR_INVALID_ARGUMENT, "dst 0x", "is not device memory"},
+    {"tf_peer_copy", peer_from_host, TF_ERROR_INVALID_ARGUMENT, "src 0x", "is not device memory"},
+    {"tf_peer_copy", peer_past_end, TF_ERROR_INVALID_ARGUMENT, "dst range", "crosses the end of its allocation"},
+    {"tf_download_scalar", scalar_negative_len, TF_ERROR_INVALID_ARGUMENT, "is over TF_SCALAR_DOWNLOAD_MAX_BYTES", NULL},
+};
+#define NBAD (sizeof bad_arguments / sizeof bad_arguments[0])
+
+static void bad_arguments_get_their_status_and_message(void **state) {
+    size_t i;
+    (void)state;
+    tf_launch_config_init(&config, sizeof config);
+    for (i = 0; i < NBAD; ++i) {
+        out_rt = NULL, out_module = NULL, out_program = NULL;
+        assert_failure(bad_arguments[i].call(), bad_arguments[i].expected, bad_arguments[i].op,
+                       bad_arguments[i].fragment, bad_arguments[i].fragment2);
+        /* Outputs are written only on TF_OK. */
+        assert_null(out_rt);
+        assert_null(out_module);
+        assert_null(out_program);
+    }
+    assert_null(raw_current_context());
+}
+
+/* Length 0 checks no pointer and does nothing, whatever the pointers are. */
+static void zero_lengths_check_nothing(void **state) {
+    (void)state;
+    assert_ok(tf_upload(fx.rt, NULL, 1, 0));
+    assert_ok(tf_copy(fx.rt, 1, 1, 0));
+    assert_ok(tf_peer_copy(fx.rt, 1, fx.rt, 1, 0));
+    assert_ok(tf_download_scalar(fx.rt, 1, NULL, 0));
+    assert_ok(tf_download(fx.rt, 1, NULL, 0));
+    assert_ok(tf_free(fx.rt, 0));
+    u64 = 77;
+    assert_ok(tf_alloc(fx.rt, 0, &u64));
+    assert_int_equal(u64, 0);
+}
+
+/* ---- calls that need a slot's lock, made while holding it ----------------- */
+
+#define NREENTRY 4
+static struct reentry {
+    tf_status status[NREENTRY];
+    char message[NREENTRY][TF_ERROR_MESSAGE_CAPACITY];
+    unsigned char *big; /* pageable, above the 64 KiB staged threshold */
+    uint64_t big_device;
+} re;
+
+static void keep(int i, tf_status st) {
+    re.status[i] = st;
+    snprintf(re.message[i], sizeof re.message[i], "%s", tf_last_error_message());
+}
+
+/* Runs under the slot's lock: no cmocka assertion may longjmp out of here. */
+static int32_t reenter_the_slot(void *stream, void *user_data) {
+    unsigned char scalar[4];
+    (void)stream, (void)user_data;
+    keep(0, tf_stream_enqueue(fx.rt, noop_stream, NULL));
+    keep(1, tf_cublas_enqueue(fx.rt, TF_CUBLAS_POINTER_MODE_HOST, noop_cublas, NULL));
+    keep(2, tf_download_scalar(fx.rt, fx.d, scalar, sizeof scalar));
+    keep(3, tf_download(fx.rt, re.big_device, re.big, 128 << 10));
+    return 0;
+}
+
+static void slot_lock_reentry_is_refused(void **state) {
+    static const char *const ops[NREENTRY] = {"tf_stream_enqueue", "tf_cublas_enqueue",
+                                              "tf_download_scalar", "tf_download"};
+    int i;
+    (void)state;
+    re.big = malloc(128 << 10);
+    assert_non_null(re.big);
+    assert_ok(tf_alloc(fx.rt, 128 << 10, &re.big_device));
+    assert_ok(tf_stream_enqueue(fx.rt, reenter_the_slot, NULL));
+    for (i = 0; i < NREENTRY; ++i) {
+        if (re.status[i] != TF_ERROR_RUNTIME_STATE || !strstr(re.message[i], ops[i]) ||
+            !strstr(re.message[i], "is already held by this thread"))
+            fail_msg("%s from inside the slot's callback: status %d: %s", ops[i],
+                     (int)re.status[i], re.message[i]);
+    }
+    assert_ok(tf_free(fx.rt, re.big_device));
+    free(re.big);
 }
 
 int main(void) {
@@ -138,7 +514,14 @@ int main(void) {
         cmocka_unit_test_setup(null_handle_is_an_invalid_argument, test_reset),
         cmocka_unit_test_setup(released_handle_is_an_invalid_handle, test_reset),
         cmocka_unit_test_setup(foreign_pointer_is_an_invalid_handle, test_reset),
+        cmocka_unit_test_setup(second_runtime_is_checked_like_the_first, test_reset),
         cmocka_unit_test_setup(null_outputs_are_refused, test_reset),
+        cmocka_unit_test_setup(null_object_is_an_invalid_argument, test_reset),
+        cmocka_unit_test_setup(foreign_object_is_an_invalid_argument, test_reset),
+        cmocka_unit_test_setup_teardown(bad_arguments_get_their_status_and_message, fixture_up,
+                                        fixture_down),
+        cmocka_unit_test_setup_teardown(zero_lengths_check_nothing, fixture_up, fixture_down),
+        cmocka_unit_test_setup_teardown(slot_lock_reentry_is_refused, fixture_up, fixture_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

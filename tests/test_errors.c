@@ -1,5 +1,6 @@
 /* Statuses, the thread-local last error, and the log callback. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "support/test_support.h"
@@ -150,11 +151,13 @@ static void counting_logger(int32_t level, const char *message, void *user_data)
 }
 
 static tf_status nested_status;
+static char nested_message[TF_ERROR_MESSAGE_CAPACITY];
 static void reentrant_logger(int32_t level, const char *message, void *user_data) {
     (void)level;
     (void)message;
     (void)user_data;
     nested_status = tf_set_log_callback(NULL, NULL);
+    snprintf(nested_message, sizeof nested_message, "%s", tf_last_error_message());
 }
 
 static void log_callback_can_be_set_and_reset(void **state) {
@@ -178,6 +181,7 @@ static void log_callback_reentry_is_refused(void **state) {
     assert_ok(tf_set_log_callback(reentrant_logger, NULL));
     assert_ok(tf_runtime_release(rt));
     assert_int_equal(nested_status, TF_ERROR_RUNTIME_STATE);
+    assert_non_null(strstr(nested_message, "tf_set_log_callback: called from inside a log callback"));
     assert_ok(tf_set_log_callback(NULL, NULL));
 }
 
