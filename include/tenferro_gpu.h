@@ -537,7 +537,7 @@ typedef struct tf_runtime tf_runtime;
 /** Largest accepted retirement queue bound. */
 #define TF_MAX_RETIREMENT_CAPACITY 1048576
 /** Default of tf_runtime_options::download_threads (0 selects it). */
-#define TF_DEFAULT_DOWNLOAD_THREADS 8
+#define TF_DEFAULT_DOWNLOAD_THREADS 12
 /** Largest accepted tf_runtime_options::download_threads. */
 #define TF_MAX_DOWNLOAD_THREADS 64
 /** Default of tf_runtime_options::download_chunk_bytes (0 selects it). */
