@@ -537,7 +537,7 @@ typedef struct tf_runtime tf_runtime;
 /** Largest accepted retirement queue bound. */
 #define TF_MAX_RETIREMENT_CAPACITY 1048576
 /** Default of tf_runtime_options::download_threads (0 selects it). */
-#define TF_DEFAULT_DOWNLOAD_THREADS 8
+#define TF_DEFAULT_DOWNLOAD_THREADS 12
 /** Largest accepted tf_runtime_options::download_threads. */
 #define TF_MAX_DOWNLOAD_THREADS 64
 /** Default of tf_runtime_options::download_chunk_bytes (0 selects it). */
@@ -570,8 +570,10 @@ typedef struct tf_runtime_options {
      * other threads are started at the runtime's first such download and
      * joined when the runtime is torn down. */
     uint32_t download_threads;
-    /** Bytes of each of the two page-locked staging buffers a stream slot
-     * uses for bulk downloads into pageable memory: a multiple of 4096 in
+    /** Bytes of each page-locked staging buffer a stream slot uses for
+     * bulk downloads into pageable memory (a slot holds a small fixed
+     * number of them, see docs/transfers.md), and the longest step such a
+     * download is cut into: a multiple of 4096 in
      * TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES; 0 picks
      * TF_DEFAULT_DOWNLOAD_CHUNK_BYTES.  Allocated at the slot's first such
      * download, freed at teardown. */
@@ -1977,12 +1979,15 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
  * Page-locked destinations (allocated or registered with CUDA, detected with
  * cuPointerGetAttribute) are written by the device directly.  Ordinary
  * (pageable) destinations above 64 KiB are copied faster than the driver's
- * own pageable path: the device copies chunks into the slot's two
- * page-locked staging buffers while host threads copy the previous chunk out
- * in parallel (tf_runtime_options::download_threads and
- * tf_runtime_options::download_chunk_bytes tune it).  Smaller pageable
- * destinations use the driver's copy.  If the operating system refuses to
- * start a copy thread,
+ * own pageable path: the device copies steps into the slot's page-locked
+ * staging buffers while host threads copy earlier steps out in parallel
+ * (tf_runtime_options::download_threads and
+ * tf_runtime_options::download_chunk_bytes tune it).  Where a destination's
+ * pages were never touched and the kernel offers MADV_POPULATE_WRITE (Linux
+ * 5.14), the threads fault them in with it before copying; that never
+ * changes memory's contents, also in the pages @p dst shares with its
+ * neighbours.  Smaller pageable destinations use the driver's copy.  If the
+ * operating system refuses to start a copy thread,
  * downloads use the threads that did start (at least the caller) and a
  * warning is logged once.
  *

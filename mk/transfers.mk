@@ -15,3 +15,27 @@ plot-transfers:
 
 bench-transfer-sweep: bench-build
 	$(BUILD)/bench/bench_transfer --sweep $(or $(SWEEP_MIB),256)
+
+# ---- tuning the pageable download path (docs/transfers.md, "Tuning") ----------
+#
+#   make tune-download [TUNE_LOG=tune.log]   GPU machine: the sweep, then the pick
+#   make tune-download-smoke                 the sweep's smoke run on the double
+#
+# bench/tune_download links the library's objects rather than the shared
+# library: the plan it sweeps (src/download_plan.h) is internal.
+TUNE_DOWNLOAD := $(BUILD)/bench/tune_download
+$(TUNE_DOWNLOAD): bench/tune_download.cpp bench/bench_util.h $(LIB_OBJS) | $(BUILD)/bench
+	$(CXX) $(BENCH_CXXFLAGS) -Isrc $< $(LIB_OBJS) -o $@ -ldl -lpthread
+
+.PHONY: tune-download tune-download-smoke
+tune-download: $(TUNE_DOWNLOAD)
+	$(TUNE_DOWNLOAD) | tee $(or $(TUNE_LOG),tune.log)
+	python3 tools/pick_download_defaults.py $(or $(TUNE_LOG),tune.log)
+
+# Every branch of the pipeline through the sweep's own byte checks, and the
+# pick script over its log.
+tune-download-smoke: $(TUNE_DOWNLOAD) double
+	LD_LIBRARY_PATH=$(DOUBLE_DIR) $(TUNE_DOWNLOAD) --smoke > $(BUILD)/tune-smoke.log
+	python3 tools/pick_download_defaults.py --smoke $(BUILD)/tune-smoke.log > $(BUILD)/tune-smoke.pick
+	@echo "tune-download-smoke: $$(grep -c '^TUNE' $(BUILD)/tune-smoke.log) measurements, every plan byte-checked"
+CHECK_TARGETS += tune-download-smoke

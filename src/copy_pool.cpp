@@ -3,20 +3,17 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <thread>
+
+#include "fresh_pages.h"
 
 namespace tf {
 namespace {
 
-// Pieces start at multiples of this, so no two threads share a page.
+// Pieces start at multiples of this in the destination, so no two threads
+// share a page.
 constexpr size_t kPieceAlign = 4096;
-// A thread that just finished a piece, or a caller waiting for its pieces,
-// polls this long before it sleeps: chunks of one download follow each other
-// within microseconds, and a futex wake costs about as much as the copy of
-// a small piece.
-constexpr auto kSpin = std::chrono::microseconds(50);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -28,10 +25,10 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `ready` until it holds or kSpin has passed; returns its last answer.
+// Polls `ready` until it holds or `spin` has passed; returns its last answer.
 template <class Ready>
-bool spin_until(Ready &&ready) {
-    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+bool spin_until(std::chrono::microseconds spin, Ready &&ready) {
+    const auto deadline = std::chrono::steady_clock::now() + spin;
     for (unsigned i = 1;; ++i) {
         if (ready()) return true;
         if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
@@ -40,6 +37,46 @@ bool spin_until(Ready &&ready) {
 }
 
 }  // namespace
+
+// ---- CopyJob ----------------------------------------------------------------
+
+CopyJob::CopyJob(void *dst, const void *src, size_t n, unsigned pieces, bool populate)
+    : dst_(static_cast<char *>(dst)),
+      src_(static_cast<const char *>(src)),
+      n_(n),
+      count_(pieces ? pieces : 1),
+      populate_(populate) {
+    piece_ = ((n + count_ - 1) / count_ + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+    // Rounding pieces up to pages can leave the last ones empty: drop them.
+    while (count_ > 1 && cut(count_ - 1) >= n_) --count_;
+    left_.store(count_, std::memory_order_relaxed);
+}
+
+size_t CopyJob::cut(unsigned i) const {
+    if (i == 0) return 0;
+    if (i >= count_) return n_;
+    const uintptr_t base = reinterpret_cast<uintptr_t>(dst_);
+    const uintptr_t at = (base + i * piece_ + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+    return std::min(n_, static_cast<size_t>(at - base));
+}
+
+void CopyJob::run(unsigned i) {
+    const size_t a = cut(i), b = cut(i + 1);
+    if (b <= a) return;
+    if (populate_) populate_for_write(dst_ + a, b - a);
+    std::memcpy(dst_ + a, src_ + a, b - a);
+}
+
+void CopyJob::run_all() {
+    for (unsigned i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < count_;) {
+        run(i);
+        left_.fetch_sub(1, std::memory_order_relaxed);
+    }
+}
+
+// ---- CopyPool: threads --------------------------------------------------------
+
+CopyPool::CopyPool(std::chrono::microseconds spin) : spin_(spin) {}
 
 unsigned CopyPool::start(unsigned workers, int *error) {
     *error = 0;
@@ -65,7 +102,7 @@ unsigned CopyPool::start(unsigned workers, int *error) {
 CopyPool::~CopyPool() {
     {
         std::lock_guard<std::mutex> hold(mu_);
-        stop_ = true;
+        stop_.store(true, std::memory_order_relaxed);
     }
     work_cv_.notify_all();
     for (unsigned i = 0; i < count_; ++i) pthread_join(threads_[i], nullptr);
@@ -73,104 +110,130 @@ CopyPool::~CopyPool() {
 
 void *CopyPool::worker_main(void *self) {
     CopyPool *pool = static_cast<CopyPool *>(self);
-    for (Piece *p = pool->next_for_worker(false); p; p = pool->next_for_worker(true))
-        pool->run(p);
+    // Threads start their scans at different entries, so that concurrent
+    // downloads are served side by side.
+    const unsigned first = pool->next_worker_.fetch_add(1, std::memory_order_relaxed);
+    while (pool->await_work()) pool->scan(first);
     return nullptr;
 }
 
-void CopyPool::post(Piece *first, Piece *last, unsigned n) {
+// Returns when a job may have pieces to claim (true) or the pool stops.
+bool CopyPool::await_work() {
+    auto ready = [this] {
+        return open_.load(std::memory_order_seq_cst) != 0 ||
+               stop_.load(std::memory_order_relaxed);
+    };
+    for (;;) {
+        if (spin_until(spin_, ready)) return !stop_.load(std::memory_order_relaxed);
+        std::unique_lock<std::mutex> hold(mu_);
+        const uint64_t seen = wake_seq_;
+        // Announced before open_ is read again (in the predicate): a poster
+        // that raised open_ without seeing us sleep is seen by us.
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        work_cv_.wait(hold, [&] { return ready() || wake_seq_ != seen; });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        if (ready()) return !stop_.load(std::memory_order_relaxed);
+        // Woken ahead of work by wake(): poll again.
+    }
+}
+
+void CopyPool::scan(unsigned first) {
+    for (unsigned k = 0; k < kBoardEntries; ++k) {
+        Entry &e = board_[(first + k) % kBoardEntries];
+        if (!e.job.load(std::memory_order_relaxed)) continue;
+        // Announce, then look: the owner clears the entry, then waits for
+        // users to drop to zero, so a job seen here outlives the visit.
+        e.users.fetch_add(1, std::memory_order_seq_cst);
+        if (CopyJob *job = e.job.load(std::memory_order_seq_cst)) help(*job);
+        e.users.fetch_sub(1, std::memory_order_release);
+    }
+}
+
+// ---- CopyPool: jobs -----------------------------------------------------------
+
+void CopyPool::wake() {
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
     {
         std::lock_guard<std::mutex> hold(mu_);
-        last->next = nullptr;
-        if (tail_)
-            tail_->next = first;
-        else
-            head_ = first;
-        tail_ = last;
-        queued_.fetch_add(n, std::memory_order_release);
+        ++wake_seq_;
     }
-    work_cv_.notify_all();  // no system call when every thread is spinning
+    work_cv_.notify_all();
 }
 
-CopyPool::Piece *CopyPool::pop_locked() {
-    Piece *p = head_;
-    if (!p) return nullptr;
-    head_ = p->next;
-    if (!head_) tail_ = nullptr;
-    queued_.fetch_sub(1, std::memory_order_relaxed);
-    return p;
-}
-
-CopyPool::Piece *CopyPool::try_pop() {
-    if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
-    std::lock_guard<std::mutex> hold(mu_);
-    return pop_locked();
-}
-
-// The next piece for a pool thread; NULL when the pool stops.
-CopyPool::Piece *CopyPool::next_for_worker(bool spin) {
-    if (spin && spin_until([this] { return queued_.load(std::memory_order_acquire) != 0; })) {
-        if (Piece *p = try_pop()) return p;
+void CopyPool::post(CopyJob &job) {
+    if (count_ == 0 || job.count_ < 2) return;
+    for (unsigned k = 0; k < kBoardEntries; ++k) {
+        Entry &e = board_[k];
+        bool free = false;
+        if (e.taken.load(std::memory_order_relaxed) ||
+            !e.taken.compare_exchange_strong(free, true, std::memory_order_acquire))
+            continue;
+        job.entry_ = static_cast<int>(k);
+        job.posted_ = true;
+        // Counted before it is visible, so open_ never goes below zero.
+        open_.fetch_add(1, std::memory_order_seq_cst);
+        e.job.store(&job, std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_seq_cst) != 0) {
+            { std::lock_guard<std::mutex> hold(mu_); }
+            work_cv_.notify_all();
+        }
+        return;
     }
-    std::unique_lock<std::mutex> hold(mu_);
-    work_cv_.wait(hold, [this] { return head_ != nullptr || stop_; });
-    return pop_locked();  // NULL only when stopping with nothing queued
+    // The board is full: the caller copies this one alone.
 }
 
-void CopyPool::run(Piece *p) {
-    std::memcpy(p->dst, p->src, p->len);
-    std::atomic<unsigned> *left = p->left;
-    // After this decrement the owner may return: touch neither *p nor *left.
-    if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+// Claims and runs pieces until none is left to claim.
+void CopyPool::help(CopyJob &job) {
+    for (;;) {
+        const unsigned i = job.next_.fetch_add(1, std::memory_order_relaxed);
+        if (i >= job.count_) {
+            // Exactly one claim lands on count_: it closes the job.
+            if (i == job.count_ && job.posted_) open_.fetch_sub(1, std::memory_order_seq_cst);
+            return;
+        }
+        job.run(i);
+        piece_done(job);
+    }
+}
+
+void CopyPool::piece_done(CopyJob &job) {
+    // seq_cst pairs with wait_done: either its predicate sees left_ at zero
+    // or this sees owner_sleeps_ and wakes it.  The job is still alive: the
+    // caller holds users on its entry, or is its owner.
+    if (job.left_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        job.owner_sleeps_.load(std::memory_order_seq_cst)) {
         std::lock_guard<std::mutex> hold(mu_);
         done_cv_.notify_all();
     }
 }
 
-void CopyPool::wait_done(const std::atomic<unsigned> &left) {
-    auto done = [&left] { return left.load(std::memory_order_acquire) == 0; };
-    if (spin_until(done)) return;
+void CopyPool::wait_done(CopyJob &job) {
+    auto done = [&job] { return job.left_.load(std::memory_order_seq_cst) == 0; };
+    if (spin_until(spin_, done)) return;
     std::unique_lock<std::mutex> hold(mu_);
+    job.owner_sleeps_.store(true, std::memory_order_seq_cst);
     done_cv_.wait(hold, done);
 }
 
-void CopyPool::copy(void *dst, const void *src, size_t n, unsigned ways) {
-    if (ways > count_ + 1) ways = count_ + 1;
-    char *d = static_cast<char *>(dst);
-    const char *s = static_cast<const char *>(src);
-    // Cut at page boundaries of dst, so that no page (and no cache line) of
-    // the destination is written, or faulted in, by two threads.
-    const uintptr_t base = reinterpret_cast<uintptr_t>(d);
-    const size_t piece = ((n + ways - 1) / (ways ? ways : 1) + kPieceAlign - 1) / kPieceAlign *
-                         kPieceAlign;
-    Piece local[TF_MAX_DOWNLOAD_THREADS];
-    std::atomic<unsigned> left{0};
-    unsigned pieces = 0;
-    for (size_t start = 0; start < n && pieces < ways; ++pieces) {
-        size_t end = n;
-        if (pieces + 1 < ways) {
-            const uintptr_t cut = (base + start + piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-            end = std::min(n, static_cast<size_t>(cut - base));
-        }
-        local[pieces] = Piece{nullptr, d + start, s + start, end - start, &left};
-        if (pieces) local[pieces - 1].next = &local[pieces];
-        start = end;
-    }
-    if (pieces <= 1) {
-        std::memcpy(d, s, n);
-        return;
-    }
-    left.store(pieces - 1, std::memory_order_relaxed);
-    post(&local[1], &local[pieces - 1], pieces - 1);
-    std::memcpy(local[0].dst, local[0].src, local[0].len);
-    // Help with whatever is queued (ours or another download's) until our
-    // pieces are done; once the queue is empty ours are all running.
-    while (left.load(std::memory_order_acquire) != 0) {
-        if (Piece *p = try_pop())
-            run(p);
+void CopyPool::withdraw(CopyJob &job) {
+    Entry &e = board_[job.entry_];
+    e.job.store(nullptr, std::memory_order_seq_cst);
+    // Threads still on the entry only find nothing left to claim: they
+    // leave within a few instructions unless the system preempts them.
+    for (unsigned k = 0; e.users.load(std::memory_order_seq_cst) != 0; ++k) {
+        if (k < 256)
+            cpu_relax();
         else
-            wait_done(left);
+            std::this_thread::yield();
     }
+    e.taken.store(false, std::memory_order_release);
+    job.entry_ = -1;
+}
+
+void CopyPool::finish(CopyJob &job) {
+    help(job);
+    if (job.left_.load(std::memory_order_acquire) != 0) wait_done(job);
+    if (job.entry_ >= 0) withdraw(job);
 }
 
 }  // namespace tf

@@ -1,21 +1,30 @@
-// Host threads that copy staged download chunks into pageable memory.
+// Host threads that copy staged download steps into pageable memory.
 //
 // One pool per runtime, started at the runtime's first bulk download into
-// pageable memory and stopped when the runtime is torn down.  Callers split
-// a copy into pieces; the pool's threads and the caller run them.
+// pageable memory and stopped when the runtime is torn down.  A caller
+// describes a copy as a CopyJob, posts it, and finishes it: the pool's
+// threads and the caller claim its pieces one at a time, so threads that
+// are quick (or arrive first) take more of them.
 //
 // INVARIANTS:
-//  * The threads run memcpy only: they never call CUDA or this library, and
-//    they block every signal (signals go to the application's threads).
-//  * copy() returns only when every piece of that copy is done, and a thread
-//    never touches a piece after counting it done, so the caller's buffers
-//    (and the pieces on its stack) are free once copy() returns.
-//  * Nothing allocates after start(): pieces live on the caller's stack.
+//  * The threads run memcpy and madvise only: they never call CUDA or this
+//    library, and they block every signal (signals go to the application's
+//    threads).
+//  * finish() returns only when every piece of the job is done and no
+//    thread holds the job any more, so the job and its buffers are free
+//    once it returns.
+//  * Handing out work takes no lock: a posted job sits on a board of
+//    kBoardEntries entries; a thread announces itself on an entry (users)
+//    before it reads the job there, and the owner clears the entry and waits
+//    for its users to leave before finish() returns.  Locks are taken only
+//    to sleep and to wake sleepers.
+//  * Nothing allocates after start(): jobs live on the callers' stacks.
 #pragma once
 
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -25,11 +34,50 @@
 
 namespace tf {
 
+// n bytes from src to dst in `pieces` pieces cut at page boundaries of dst
+// (no page of dst is written, or faulted in, by two threads).
+class CopyJob {
+public:
+    // pieces >= 1.  populate: fault the destination's pages in with
+    // populate_for_write (fresh_pages.h) before copying each piece.
+    CopyJob(void *dst, const void *src, size_t n, unsigned pieces, bool populate);
+    CopyJob(const CopyJob &) = delete;
+    CopyJob &operator=(const CopyJob &) = delete;
+
+    unsigned pieces() const { return count_; }
+    // Copies every piece on the calling thread (no pool).
+    void run_all();
+
+private:
+    friend class CopyPool;
+    size_t cut(unsigned i) const;  // offset where piece i starts
+    void run(unsigned i);
+
+    char *dst_;
+    const char *src_;
+    size_t n_;
+    size_t piece_;  // nominal piece length, a multiple of the page alignment
+    unsigned count_;
+    bool populate_;
+    bool posted_ = false;                // counted in CopyPool::open_
+    int entry_ = -1;                     // board entry while posted
+    std::atomic<unsigned> next_{0};      // next piece to claim (may pass count_)
+    std::atomic<unsigned> left_;         // pieces not yet done
+    std::atomic<bool> owner_sleeps_{false};
+};
+
 class CopyPool {
 public:
-    CopyPool() = default;
+    // Posted jobs the board holds at once; further concurrent copies run on
+    // their callers' threads alone.
+    static constexpr unsigned kBoardEntries = 16;
+
+    // spin: how long an idle thread, or a caller waiting for its pieces,
+    // polls before it sleeps.
+    explicit CopyPool(std::chrono::microseconds spin);
     // Stops and joins the threads.  Must not run in a forked child, where
-    // the threads do not exist (TransferState leaks the pool there).
+    // the threads do not exist (TransferState leaks the pool there), nor
+    // while a job is posted.
     ~CopyPool();
     CopyPool(const CopyPool &) = delete;
     CopyPool &operator=(const CopyPool &) = delete;
@@ -40,35 +88,42 @@ public:
     unsigned start(unsigned workers, int *error);
     unsigned workers() const { return count_; }
 
-    // Copies n bytes from src to dst in up to `ways` pieces run in parallel
-    // (the caller runs one and helps with queued pieces); returns when all
-    // are done.
-    void copy(void *dst, const void *src, size_t n, unsigned ways);
+    // Gets sleeping threads polling again, so that a post() soon after (a
+    // device copy's time) finds them awake.  No system call when none sleeps.
+    void wake();
+    // Offers the job's pieces to the threads and returns at once.  The
+    // caller must finish() the job before it goes out of scope.
+    void post(CopyJob &job);
+    // Runs the job's unclaimed pieces on the calling thread, waits for those
+    // the threads took, and takes the job off the board.  Works for a job
+    // that was never posted too.
+    void finish(CopyJob &job);
 
 private:
-    struct Piece {
-        Piece *next;
-        char *dst;
-        const char *src;
-        size_t len;
-        std::atomic<unsigned> *left;  // pieces of its copy not yet done
+    struct alignas(64) Entry {
+        std::atomic<CopyJob *> job{nullptr};
+        std::atomic<unsigned> users{0};  // threads that may be reading `job`
+        std::atomic<bool> taken{false};  // owned by a caller, job or not
     };
 
     static void *worker_main(void *self);
-    void post(Piece *first, Piece *last, unsigned n);
-    Piece *pop_locked();
-    Piece *try_pop();
-    Piece *next_for_worker(bool spin);
-    void run(Piece *p);
-    void wait_done(const std::atomic<unsigned> &left);
+    bool await_work();
+    void scan(unsigned first);
+    void help(CopyJob &job);
+    void piece_done(CopyJob &job);
+    void wait_done(CopyJob &job);
+    void withdraw(CopyJob &job);
 
+    const std::chrono::microseconds spin_;
+    Entry board_[kBoardEntries];
+    std::atomic<int> open_{0};           // posted jobs with pieces left to claim
+    std::atomic<unsigned> sleepers_{0};  // threads asleep on work_cv_, or about to be
+    std::atomic<bool> stop_{false};
+    std::atomic<unsigned> next_worker_{0};
     std::mutex mu_;
-    std::condition_variable work_cv_;  // pieces queued, or stopping
-    std::condition_variable done_cv_;  // some copy's last piece finished
-    Piece *head_ = nullptr;            // FIFO of queued pieces, under mu_
-    Piece *tail_ = nullptr;
-    std::atomic<unsigned> queued_{0};  // length of the FIFO, for lock-free peeks
-    bool stop_ = false;                // under mu_
+    std::condition_variable work_cv_;  // open_ rose, wake(), or stopping
+    std::condition_variable done_cv_;  // the last piece of a job whose owner sleeps
+    uint64_t wake_seq_ = 0;            // under mu_: counts wake() calls
     pthread_t threads_[TF_MAX_DOWNLOAD_THREADS];
     unsigned count_ = 0;
 };

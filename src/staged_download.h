@@ -2,8 +2,8 @@
 //
 // The driver's own pageable path copies through a small internal buffer with
 // one thread and faults the destination's pages in one at a time.  Here the
-// device copies chunk i+1 into one page-locked buffer of the slot while host
-// threads copy chunk i out of the other, in parallel pieces, so page faults
+// device copies step i+1 into one page-locked buffer of the slot while host
+// threads copy step i out of another, in parallel pieces, so page faults
 // and memory bandwidth are spread over several cores.
 #pragma once
 
@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "copy_pool.h"
+#include "download_plan.h"
 #include "runtime_state.h"
+#include "transfer_slot.h"
 
 namespace tf {
 
@@ -26,5 +29,18 @@ constexpr size_t kStagedDownloadAbove = size_t(64) << 10;
 // no host thread touches `dst` once this returns.
 tf_status download_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
                           uint64_t src, void *dst, size_t len);
+
+// The pipeline under download_staged, for a plan of the caller's choosing
+// (bench/tune_download): `ring` is allocated (its depth rules), `pool` is
+// NULL or started, `threads` counts the caller, and the ring's events and
+// `stream` belong to the current context.  The caller abandons the ring if
+// this fails.
+tf_status run_download_plan(const DriverApi &api, const char *op, CUstream stream,
+                            const StagingRing &ring, CopyPool *pool, unsigned threads,
+                            const DownloadPlan &plan, CUdeviceptr src, void *dst, size_t len);
+
+// Bytes per step of a len-byte download through buffers of `capacity` bytes
+// (exposed for the tuning benchmark's report).
+size_t download_step_bytes(size_t len, size_t capacity, size_t step_scale);
 
 }  // namespace tf

@@ -29,7 +29,7 @@ void destroy_event(const DriverApi &api, const char *op, CUevent e) {
 }
 
 void release_ring(const DriverApi &api, const char *op, StagingRing &ring) {
-    for (int i = 0; i < StagingRing::kDepth; ++i) {
+    for (int i = 0; i < StagingRing::kMaxDepth; ++i) {
         free_host(api, op, ring.buffer[i]);
         destroy_event(api, op, ring.landed[i]);
     }
@@ -46,12 +46,12 @@ tf_status ensure_scalar_staging(const DriverApi &api, const char *op, TransferSl
     return st;
 }
 
-tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes,
+tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes, int depth,
                               TransferSlot &slot) {
     if (slot.ring.bytes != 0) return TF_OK;
     StagingRing ring;
     tf_status st = TF_OK;
-    for (int i = 0; i < StagingRing::kDepth && st == TF_OK; ++i) {
+    for (int i = 0; i < depth && st == TF_OK; ++i) {
         void *p = nullptr;
         CUevent e = nullptr;
         if ((st = TF_CU(api, op, cuMemHostAlloc, &p, bytes, kStagingFlags)) != TF_OK) break;
@@ -64,6 +64,7 @@ tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes
         return st;
     }
     ring.bytes = bytes;
+    ring.depth = depth;
     slot.ring = ring;
     return TF_OK;
 }

@@ -18,13 +18,14 @@
 
 namespace tf {
 
-// Two buffers and the events that say a chunk has landed in each, for
+// `depth` buffers and the events that say a step has landed in each, for
 // pipelined downloads into pageable memory.
 struct StagingRing {
-    static constexpr int kDepth = 2;
-    void *buffer[kDepth] = {};
-    CUevent landed[kDepth] = {};
+    static constexpr int kMaxDepth = 4;
+    void *buffer[kMaxDepth] = {};
+    CUevent landed[kMaxDepth] = {};
     size_t bytes = 0;  // capacity of each buffer; 0 while not allocated
+    int depth = 0;     // buffers allocated, 2 .. kMaxDepth
 };
 
 struct TransferSlot {
@@ -35,7 +36,9 @@ struct TransferSlot {
 // Allocate what is missing.  The primary context is current and the slot
 // lock held.  A failure frees whatever the call made (no copy used it yet).
 tf_status ensure_scalar_staging(const DriverApi &api, const char *op, TransferSlot &slot);
-tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes,
+// A ring that is already there is kept as it is, whatever bytes and depth
+// (2 .. StagingRing::kMaxDepth) ask for.
+tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes, int depth,
                               TransferSlot &slot);
 
 // Forget staging the device may still write (see the invariant above).

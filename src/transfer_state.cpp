@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "download_plan.h"
 #include "fork_guard.h"
 #include "log.h"
 
@@ -21,7 +22,7 @@ CopyPool &TransferState::pool(unsigned threads, const char *op) {
     std::lock_guard<std::mutex> hold(start_mutex_);
     pool = pool_.load(std::memory_order_relaxed);
     if (pool) return *pool;
-    std::unique_ptr<CopyPool> fresh(new CopyPool);
+    std::unique_ptr<CopyPool> fresh(new CopyPool(kCopySpin));
     int error = 0;
     const unsigned wanted = threads > 0 ? threads - 1 : 0;
     const unsigned started = fresh->start(wanted, &error);
