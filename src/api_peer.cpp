@@ -29,14 +29,15 @@ tf_status direct_access(const char *op, const tf::RuntimeState &src, const tf::R
 }
 
 // Lets the source's primary context (current) reach the destination's
-// memory, once per destination device.  A refusal only costs speed: the
-// driver then stages the copy through host memory.
+// memory, once per destination runtime (transfer_state.h says why not per
+// device).  A refusal only costs speed: the driver then stages the copy
+// through host memory.
 void enable_peer_access(const char *op, const tf::RuntimeState &src,
                         const tf::RuntimeState &dst) {
     const int device = dst.info().ordinal;
-    if (device < 64) {
-        const uint64_t bit = uint64_t(1) << device;
-        if (src.transfers().peers_tried.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+    if (device >= 0 && device < tf::TransferState::kPeerDevices) {
+        std::atomic<uint64_t> &done = src.transfers().peer_set_up_for[device];
+        if (done.exchange(dst.identity(), std::memory_order_relaxed) == dst.identity()) return;
     }
     const tf::DriverApi &api = src.api();
     CUresult r = api.cuCtxEnablePeerAccess ? api.cuCtxEnablePeerAccess(dst.context(), 0)
