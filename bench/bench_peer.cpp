@@ -144,6 +144,8 @@ int main(int argc, char **argv) {
     for (int d = 0; d < 2; ++d) open_device(b, d, largest);
     int driver = 0;
     b.r.driver_version(&driver);
+    bench::info("device", b.dev[0].name);
+    bench::info("driver", std::to_string(driver));
     enable_peer_access(b, 0);
     enable_peer_access(b, 1);
     bench::info("peer_devices", "0: " + b.dev[0].name + ", 1: " + b.dev[1].name + "; driver " +

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "support/raw_memory.h"
 #include "support/test_support.h"
 #include "support/transfer_support.h"
 
@@ -575,19 +576,23 @@ static void peer_copy_without_direct_access_is_right(void **state) {
 
 /* Addresses are checked against their own runtime's device: memory of the
  * other device is refused by every call before anything is queued, and
- * nothing is written. */
+ * nothing is written.  Plain cuMemAlloc memory of a whole 2 MiB, so that
+ * the driver's range for it is exactly the allocation (a pool may report a
+ * larger chunk). */
 static void memory_of_the_other_device_is_refused(void **state) {
     struct pair p;
-    const size_t n = 4096;
-    unsigned char host[4096], back[4096];
+    const size_t n = (size_t)2 << 20;
+    unsigned char *host = malloc(n), *back = malloc(n);
     uint64_t a, b;
     uint32_t scalar = 0;
     tf_event *ev = NULL;
     (void)state;
     REQUIRE_TWO_DEVICES();
+    assert_non_null(host);
+    assert_non_null(back);
     open_pair(&p);
-    a = lib_alloc(p.rt[0], n);
-    b = lib_alloc(p.rt[1], n);
+    a = dev_alloc(p.rt[0], n);
+    b = dev_alloc(p.rt[1], n);
     fill_pattern(host, n, 11);
     assert_ok(tf_upload(p.rt[0], host, a, n));
     fill_pattern(host, n, 12);
@@ -620,9 +625,11 @@ static void memory_of_the_other_device_is_refused(void **state) {
     assert_pattern(back, n, 11);
     assert_ok(tf_download(p.rt[1], b, back, n));
     assert_pattern(back, n, 12);
-    lib_free(p.rt[0], a);
-    lib_free(p.rt[1], b);
+    dev_free(p.rt[0], a);
+    dev_free(p.rt[1], b);
     close_pair(&p);
+    free(host);
+    free(back);
 }
 
 /* Peer access goes with the destination's primary context: once every
