@@ -50,6 +50,16 @@ void enable_peer_access(const char *op, const tf::RuntimeState &src,
             op, src.info().ordinal, device, tf::describe_cuda(api, r, what, sizeof what));
 }
 
+// The destination range, checked with the destination's context current:
+// from the source's context the driver may not find another device's
+// allocation.  Costs two context switches, none on one device.
+tf_status check_destination(const char *op, const tf::RuntimeState &to, uint64_t dst,
+                            size_t len) {
+    tf::ContextScope scope;
+    tf_status st = scope.enter(to.api(), to.context(), op);
+    return st == TF_OK ? tf::check_device_range(to, op, "dst", dst, len) : st;
+}
+
 }  // namespace
 
 extern "C" {
@@ -83,7 +93,7 @@ TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_
         bool direct = false;
         st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
         if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
-        if (st == TF_OK) st = tf::check_device_range(to, op, "dst", dst, len);
+        if (st == TF_OK) st = check_destination(op, to, dst, len);
         if (st == TF_OK) st = direct_access(op, from, to, &direct);
         if (st != TF_OK) return st;
         if (direct && !same_device) enable_peer_access(op, from, to);

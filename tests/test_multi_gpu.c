@@ -632,6 +632,49 @@ static void memory_of_the_other_device_is_refused(void **state) {
     free(back);
 }
 
+/* The driver finds an allocation's range from a context of its own device
+ * only (the double answers so): the destination of a peer copy is checked
+ * with the destination's context current, and that switch failing is
+ * reported; an address another device owns is named as such even when its
+ * device cannot be asked. */
+static void peer_copy_checks_the_destination_from_its_context(void **state) {
+    struct pair p;
+    const size_t n = 256;
+    unsigned char host[256], back[256];
+    uint64_t a, b;
+    (void)state;
+    REQUIRE_DOUBLE();
+    REQUIRE_TWO_DEVICES();
+    open_pair(&p);
+    a = lib_alloc(p.rt[0], n);
+    b = lib_alloc(p.rt[1], n);
+    fill_pattern(host, n, 31);
+    assert_ok(tf_upload(p.rt[0], host, a, n));
+    fill_pattern(host, n, 32);
+    assert_ok(tf_upload(p.rt[1], host, b, n));
+    /* 1st switch: to the source's context; 2nd: to the destination's. */
+    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_peer_copy(p.rt[0], a, p.rt[1], b, n), TF_ERROR_CUDA, "tf_peer_copy",
+                   "cuCtxSetCurrent failed", "(999)");
+    assert_null(raw_current_context());
+    assert_ok(tf_download(p.rt[1], b, back, n));
+    assert_pattern(back, n, 32); /* nothing was queued */
+    INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(p.rt[1], a, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "src 0x", "is not device memory",
+                   "cuMemGetAddressRange answered CUDA_ERROR_NOT_FOUND (500)");
+    assert_failure(tf_download(p.rt[1], a, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "src 0x", "is memory of device 0; this runtime is on device 1");
+    assert_ok(tf_peer_copy(p.rt[0], a, p.rt[1], b, n));
+    assert_ok(tf_runtime_sync(p.rt[0]));
+    assert_ok(tf_download(p.rt[1], b, back, n));
+    assert_pattern(back, n, 31);
+    assert_null(raw_current_context());
+    lib_free(p.rt[0], a);
+    lib_free(p.rt[1], b);
+    close_pair(&p);
+}
+
 /* Peer access goes with the destination's primary context: once every
  * runtime of device 1 is released, that context is destroyed, and the
  * first copy to a runtime on a new one sets access up again. */
@@ -785,6 +828,7 @@ int main(void) {
         cmocka_unit_test_setup(peer_copy_is_ordered_after_source_work, test_reset),
         cmocka_unit_test_setup(peer_copy_without_direct_access_is_right, test_reset),
         cmocka_unit_test_setup(memory_of_the_other_device_is_refused, test_reset),
+        cmocka_unit_test_setup(peer_copy_checks_the_destination_from_its_context, test_reset),
         cmocka_unit_test_setup(peer_access_is_set_up_again_for_a_new_destination_context,
                                test_reset),
         cmocka_unit_test_setup(threads_use_both_devices, test_reset),
