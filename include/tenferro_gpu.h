@@ -1903,10 +1903,12 @@ TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
  * @p dst_rt that still uses @p dst must be finished before this call.
  *
  * When tf_peer_copy_available() says 1 for different devices, the first
- * such copy enables peer access from @p src_rt's primary context to
- * @p dst_rt's (cuCtxEnablePeerAccess, which stays enabled for that
- * context); if the driver refuses, the copy still runs, staged, and a
- * warning is logged.
+ * copy from @p src_rt to @p dst_rt enables peer access from @p src_rt's
+ * primary context to @p dst_rt's (cuCtxEnablePeerAccess, which stays
+ * enabled while both contexts live; a destination context created anew,
+ * after every runtime of its device was released, gets it again at the
+ * next copy); if the driver refuses, the copy still runs, staged, and a
+ * warning is logged once for that pair of runtimes.
  *
  * @param[in] src_rt the source's runtime; its calling thread's (or bound)
  *                   slot stream carries the copy.

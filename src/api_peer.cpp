@@ -29,14 +29,15 @@ tf_status direct_access(const char *op, const tf::RuntimeState &src, const tf::R
 }
 
 // Lets the source's primary context (current) reach the destination's
-// memory, once per destination device.  A refusal only costs speed: the
-// driver then stages the copy through host memory.
+// memory, once per destination runtime (transfer_state.h says why not per
+// device).  A refusal only costs speed: the driver then stages the copy
+// through host memory.
 void enable_peer_access(const char *op, const tf::RuntimeState &src,
                         const tf::RuntimeState &dst) {
     const int device = dst.info().ordinal;
-    if (device < 64) {
-        const uint64_t bit = uint64_t(1) << device;
-        if (src.transfers().peers_tried.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+    if (device >= 0 && device < tf::TransferState::kPeerDevices) {
+        std::atomic<uint64_t> &done = src.transfers().peer_set_up_for[device];
+        if (done.exchange(dst.identity(), std::memory_order_relaxed) == dst.identity()) return;
     }
     const tf::DriverApi &api = src.api();
     CUresult r = api.cuCtxEnablePeerAccess ? api.cuCtxEnablePeerAccess(dst.context(), 0)
@@ -47,6 +48,16 @@ void enable_peer_access(const char *op, const tf::RuntimeState &src,
             "%s: cuCtxEnablePeerAccess from device %d to device %d failed: %s; peer copies "
             "between them are staged through host memory",
             op, src.info().ordinal, device, tf::describe_cuda(api, r, what, sizeof what));
+}
+
+// The destination range, checked with the destination's context current:
+// from the source's context the driver may not find another device's
+// allocation.  Costs two context switches, none on one device.
+tf_status check_destination(const char *op, const tf::RuntimeState &to, uint64_t dst,
+                            size_t len) {
+    tf::ContextScope scope;
+    tf_status st = scope.enter(to.api(), to.context(), op);
+    return st == TF_OK ? tf::check_device_range(to, op, "dst", dst, len) : st;
 }
 
 }  // namespace
@@ -82,7 +93,7 @@ TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_
         bool direct = false;
         st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
         if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
-        if (st == TF_OK) st = tf::check_device_range(to, op, "dst", dst, len);
+        if (st == TF_OK) st = check_destination(op, to, dst, len);
         if (st == TF_OK) st = direct_access(op, from, to, &direct);
         if (st != TF_OK) return st;
         if (direct && !same_device) enable_peer_access(op, from, to);

@@ -14,10 +14,10 @@ struct DeviceRange {
 // The driver's answers for an address it does not know as device memory.
 bool unknown_address(CUresult r) { return r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE; }
 
-tf_status fail_unknown(const DriverApi &api, const char *op, const char *name, uint64_t ptr,
-                       CUresult r) __attribute__((cold, noinline));
-tf_status fail_unknown(const DriverApi &api, const char *op, const char *name, uint64_t ptr,
-                       CUresult r) {
+tf_status fail_not_found(const DriverApi &api, const char *op, const char *name, uint64_t ptr,
+                         CUresult r) __attribute__((cold, noinline));
+tf_status fail_not_found(const DriverApi &api, const char *op, const char *name, uint64_t ptr,
+                         CUresult r) {
     char what[96];
     return fail(TF_ERROR_INVALID_ARGUMENT, op, "cuMemGetAddressRange", TF_CODE_CUDA,
                 static_cast<int32_t>(r),
@@ -59,6 +59,24 @@ bool other_devices_possible(const RuntimeState &owner) {
     return count != 1;
 }
 
+// The driver does not know `ptr` from the owner's context.  Where other
+// devices exist that may be because it is their memory, which the driver
+// finds only from their contexts: the ordinal, answered from any context,
+// tells the two apart for the message.
+tf_status fail_unknown(const RuntimeState &owner, const char *op, const char *name, uint64_t ptr,
+                       CUresult r) __attribute__((cold, noinline));
+tf_status fail_unknown(const RuntimeState &owner, const char *op, const char *name, uint64_t ptr,
+                       CUresult r) {
+    const DriverApi &api = owner.api();
+    int ordinal = -1;
+    if (other_devices_possible(owner) && api.cuPointerGetAttribute &&
+        api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS &&
+        ordinal >= 0 && ordinal != owner.info().ordinal)
+        return fail_other_device(op, name, ptr, ordinal, owner.info().ordinal);
+    return fail_not_found(api, op, name, ptr, r);
+}
+
 }  // namespace
 
 tf_status check_device_range(const RuntimeState &owner, const char *op, const char *name,
@@ -69,7 +87,7 @@ tf_status check_device_range(const RuntimeState &owner, const char *op, const ch
     size_t size = 0;
     CUresult r = api.cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr));
     if (r != CUDA_SUCCESS) {
-        if (unknown_address(r)) return fail_unknown(api, op, name, ptr, r);
+        if (unknown_address(r)) return fail_unknown(owner, op, name, ptr, r);
         return fail_cuda(api, op, "cuMemGetAddressRange", r);
     }
     DeviceRange a;

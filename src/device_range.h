@@ -14,7 +14,8 @@ namespace tf {
 // memory is TF_ERROR_INVALID_ARGUMENT; a failed query is its mapped status.
 // Costs one driver call (cuMemGetAddressRange) where the process sees one
 // device, two (cuPointerGetAttribute for the device) where it sees more.
-// A context must be current.
+// The owner's context must be current: the driver may not find another
+// device's allocation from a context of a different device.
 tf_status check_device_range(const RuntimeState &owner, const char *op, const char *name,
                              uint64_t ptr, size_t len);
 

@@ -30,8 +30,17 @@ public:
     // Devices the process sees (cuDeviceGetCount), -1 until asked.  With
     // one, no address can belong to another device.
     std::atomic<int> device_count{-1};
-    // Bit d: peer access to device d was set up (or refused) once.
-    std::atomic<uint64_t> peers_tried{0};
+    // Peer access from this runtime's context (tf_peer_copy): entry d holds
+    // the identity of the runtime on device d it was last set up (or
+    // refused) for.  Keyed by runtime, not device or CUcontext: once every
+    // runtime of device d is released its primary context is destroyed,
+    // and with it the peer mapping, while the handle a new retain returns
+    // may be the same.  A destination runtime that holds its context is
+    // proof that the mapping made for it still stands.  Devices from
+    // kPeerDevices on are set up on every copy (the driver then answers
+    // "already enabled").
+    static constexpr int kPeerDevices = 64;
+    std::atomic<uint64_t> peer_set_up_for[kPeerDevices]{};
 
 private:
     std::mutex start_mutex_;  // serializes starting the pool

@@ -725,6 +725,15 @@ static void test_peer(void **state)
     int ordinal = -1;
     CU(D.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p1));
     assert_int_equal(ordinal, 1);
+    /* A range is found from a context of the allocation's device only (the
+     * real driver may answer so); the device ordinal from any context. */
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    assert_int_equal(D.cuMemGetAddressRange(&base, &size, p0), CUDA_ERROR_NOT_FOUND);
+    CU(D.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p0));
+    assert_int_equal(ordinal, 0);
+    CU(D.cuMemGetAddressRange(&base, &size, p1));
+    assert_true(base == p1 && size == 64);
 
     unsigned char data[64], back[64];
     for (int i = 0; i < 64; ++i)

@@ -190,14 +190,18 @@ static CUresult free_host(void *p)
     return CUDA_SUCCESS;
 }
 
+// Answered from the current context, as the real driver may: an allocation
+// of another device is "not found" there (callers make the owner's context
+// current first; cuPointerGetAttribute answers from any context).
 static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
-    CUresult rc = need_context(nullptr);
+    Context *cur = nullptr;
+    CUresult rc = need_context(&cur);
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, 1, &base);
-    if (a == nullptr)
+    if (a == nullptr || a->device != cur->device)
         return CUDA_ERROR_NOT_FOUND;
     if (pbase != nullptr)
         *pbase = base;

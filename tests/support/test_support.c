@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,14 +200,13 @@ void child_dispatch(const struct child_scenario *scenarios) {
     exit(120);
 }
 
-/* Runs argv[0] with argv and this process's environment plus TF_TEST_CHILD
- * and `env` (whose entries win), and returns its exit status. */
-static int spawn_child(char *const *argv, const char *name, const char *const *env) {
+/* Starts argv[0] with argv and this process's environment plus TF_TEST_CHILD
+ * and `env` (whose entries win); returns its pid, or -1. */
+static pid_t start_spawn(char *const *argv, const char *name, const char *const *env) {
     char *envp[512];
     char child_var[256];
     size_t n = 0, i;
     pid_t pid;
-    int status = 0;
     snprintf(child_var, sizeof child_var, "TF_TEST_CHILD=%s", name);
     envp[n++] = child_var;
     for (i = 0; env && env[i] && n < 400; ++i) envp[n++] = (char *)env[i];
@@ -219,9 +219,19 @@ static int spawn_child(char *const *argv, const char *name, const char *const *e
         if (!overridden) envp[n++] = environ[i];
     }
     envp[n] = NULL;
-    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return -1;
-    if (waitpid(pid, &status, 0) != pid) return -1;
+    return posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) == 0 ? pid : -1;
+}
+
+static int exit_status(int status) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* As start_spawn, then waits for the child and returns its exit status. */
+static int spawn_child(char *const *argv, const char *name, const char *const *env) {
+    int status = 0;
+    pid_t pid = start_spawn(argv, name, env);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return exit_status(status);
 }
 
 static int self_path(char *self, size_t cap) {
@@ -259,4 +269,27 @@ int run_child_with_loader(const char *name, const char *const *env, const char *
     if (!interp) return -1;
     snprintf(loader, sizeof loader, "%s", interp);
     return spawn_child(argv, name, env);
+}
+
+pid_t start_child(const char *name, const char *const *env) {
+    char self[4096];
+    char *argv[] = {self, NULL};
+    if (self_path(self, sizeof self) != 0) return -1;
+    return start_spawn(argv, name, env);
+}
+
+int wait_child(pid_t pid, int timeout_s) {
+    int status = 0, waited_ms = 0;
+    if (pid <= 0) return -1;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return exit_status(status);
+        if (r < 0) return -1;
+        if (waited_ms >= timeout_s * 1000) break;
+        usleep(20 * 1000);
+        waited_ms += 20;
+    }
+    kill(pid, SIGKILL); /* our own child, by its id */
+    waitpid(pid, &status, 0);
+    return -2;
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 /* cmocka needs the four headers above first. */
 #include <cmocka.h>
 
@@ -105,5 +106,12 @@ int run_child(const char *name, const char *const *env);
  * searched, for this executable's libraries and for every later dlopen,
  * whatever ld.so.cache knows. */
 int run_child_with_loader(const char *name, const char *const *env, const char *library_path);
+/* As run_child, but returns at once: the child's pid, or -1 (children that
+ * must run at the same time). */
+pid_t start_child(const char *name, const char *const *env);
+/* Waits up to timeout_s seconds for a child of start_child and returns its
+ * exit status as run_child does; -2 when the time ran out (the child was
+ * killed), -1 when it could not be waited for. */
+int wait_child(pid_t pid, int timeout_s);
 
 #endif
