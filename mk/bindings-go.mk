@@ -1,9 +1,12 @@
 # The Go binding (bindings/go): cgo against the build tree's library.
 #
-#   make check-go        gofmt, go vet, go test and go test -race against the driver double
+#   make check-go        gofmt, go vet, go test and go test -race against the driver
+#                        double; runs examples/sgemm (the program docs/go.md shows,
+#                        checked to be the same text) against the double
 #   make go-test-binary  $(BUILD)/go/tenferro.test, the tests as one binary that
 #                        finds the library in ../lib ($ORIGIN): carry it with
-#                        $(BUILD)/lib to a GPU machine (no Go toolchain needed there)
+#                        $(BUILD)/lib to a GPU machine (no Go toolchain needed there) and
+#                        run it with bindings/go/tools/run-test-binary
 #
 # Go never writes to $HOME or the network here: caches and GOPATH live in
 # $(BUILD)/go, modules resolve locally (the module has no dependencies).
@@ -36,7 +39,9 @@ check-go: lib double $(PC_UNINSTALLED)
 	if ! $(GO_TEST_ENV) $(GO) test -v -count=1 ./... >$$log 2>&1; then cat $$log; exit 1; fi; \
 	grep -E '^(tenferro Go tests|ok|FAIL)' $$log; \
 	echo "check-go: $$(grep -c -- '--- PASS' $$log) passed, $$(grep -c -- '--- FAIL' $$log) failed, $$(grep -c -- '--- SKIP' $$log) skipped"; \
-	$(GO_TEST_ENV) $(GO) test -race -count=1 ./...
+	$(GO_TEST_ENV) $(GO) test -race -count=1 ./...; \
+	$(GO_TEST_ENV) $(GO) run ./examples/sgemm; \
+	cd $(CURDIR) && tools/check-doc-example docs/go.md $(GO_DIR)/examples/sgemm/main.go
 
 go-test-binary: $(GO_BUILD)/tenferro.test
 $(GO_BUILD)/tenferro.test: $(GO_SRCS) $(LIB_LINKS) $(PC_UNINSTALLED)

@@ -1,10 +1,15 @@
 # The Julia binding (bindings/julia).  No Julia toolchain is needed for the
 # main check: a checker parses every ccall of the module with a real Julia
 # grammar (tree-sitter-julia, from npm) and verifies it against the header's
-# prototypes; its own tests feed it deliberately wrong snippets.
+# prototypes (and cuBLAS's header, for the cuBLAS functions the module calls
+# through tf_cublas_symbol), every @cfunction against the C callback type it
+# is passed for, structs, constants, exports and LibTenferro names; its own
+# tests feed it deliberately wrong snippets.
 #
 #   make check-julia   npm ci (once per lock change), the checker's tests, the
-#                      checker on bindings/julia/src, and the Julia tests
+#                      checker on bindings/julia/src (tests and the example:
+#                      parsed and their LibTenferro names checked), the
+#                      example's copy in docs/julia.md, and the Julia tests
 #                      when a `julia` is on PATH (else a SKIPPED line)
 
 JULIA ?= julia
@@ -35,8 +40,12 @@ check-julia:
 	    $(JULIA) --threads=4 --project=$(JL_DIR) $(JL_DIR)/test/runtests.jl; \
 	fi
 
+JL_CUBLAS_HEADER := $(CUDA_HOME)/include/cublas_api.h
+
 check-julia-ccalls: $(JL_CHECKER)/node_modules/.package-lock.json
-	cd $(JL_CHECKER) && node --test test/
-	node $(JL_CHECKER)/check-ccalls.js include/tenferro_gpu.h $(JL_DIR)/src --syntax $(JL_DIR)/test
+	cd $(JL_CHECKER) && CUDA_HOME=$(CUDA_HOME) node --test test/
+	node $(JL_CHECKER)/check-ccalls.js include/tenferro_gpu.h $(JL_DIR)/src \
+	  --vendor $(JL_CUBLAS_HEADER) --syntax $(JL_DIR)/test $(JL_DIR)/examples
+	tools/check-doc-example docs/julia.md $(JL_DIR)/examples/sgemm.jl
 
 CHECK_TARGETS += check-julia

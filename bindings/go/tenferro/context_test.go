@@ -4,24 +4,20 @@ import (
 	"errors"
 	"runtime"
 	"testing"
-	"unsafe"
 
 	"github.com/tensor4all/tenferro-gpu/bindings/go/internal/testsupport"
 	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
 )
 
-// withOtherContext runs body on a locked OS thread whose current context is
-// a context of the test's own (the double's) or NULL (real driver), and
-// checks that it is current again afterwards.
+// withCallerContext runs body on a locked OS thread whose current context
+// is a context of the test's own (made by the double, or by the real
+// driver's cuCtxCreate), and checks that it is current again afterwards.
 func withCallerContext(t *testing.T, body func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var mine unsafe.Pointer
-	if double != nil {
-		mine = double.CreateContext(0)
-		defer double.DestroyContext(mine)
-	}
+	mine := testsupport.CreateContext(0)
+	defer testsupport.DestroyContext(mine)
 	saved := testsupport.CurrentContext()
 	testsupport.SetCurrentContext(mine)
 	defer testsupport.SetCurrentContext(saved)
@@ -34,7 +30,8 @@ func withCallerContext(t *testing.T, body func()) {
 func TestWithContextMakesThePrimaryCurrent(t *testing.T) {
 	rt := newRuntime(t, 2)
 	defer closeRuntime(t, rt)
-	primary, _ := rt.PrimaryContext()
+	primary, err := rt.PrimaryContext()
+	must(t, err)
 	withCallerContext(t, func() {
 		ran := false
 		err := rt.WithContext(func() error {

@@ -3,6 +3,8 @@ package tenferro
 // #include "shim.h"
 import "C"
 
+import "unsafe"
+
 // DeviceProperties is what the driver reports about one device
 // (tf_device_properties).
 type DeviceProperties struct {
@@ -60,7 +62,7 @@ func DeviceInfo(ordinal int) (DeviceProperties, error) {
 		return DeviceProperties{}, err
 	}
 	var p C.tf_device_properties
-	C.tf_device_properties_init(&p)
+	C.tf_device_properties_init(&p, C.size_t(unsafe.Sizeof(p)))
 	if err := takeError(C.go_tf_device_info(o, &p)); err != nil {
 		return DeviceProperties{}, err
 	}

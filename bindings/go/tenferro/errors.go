@@ -12,6 +12,7 @@ type Error struct {
 	Op      string     // the public function that failed, e.g. "tf_runtime_sync"
 	Call    string     // the call inside it that failed, e.g. "cuStreamSynchronize", or ""
 	Message string     // the library's full message, starting with Op
+	Log     string     // NVRTC's whole log, for StatusCompile from Compile; else ""
 
 	cause error // what a Go callback returned, for errors.Unwrap
 }
@@ -25,8 +26,9 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
-// Unwrap returns the error a Go callback returned (Runtime.WithContext), or
-// nil.
+// Unwrap returns the error a Go callback returned (WithContext,
+// StreamEnqueue, CublasEnqueue: a CublasStatus for a failed cuBLAS call),
+// or nil.
 func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is a Status equal to e.Status, so that

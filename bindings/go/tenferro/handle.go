@@ -1,31 +1,39 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
-import "sync/atomic"
-
-// handle owns one reference to a C tf_runtime and makes Close safe against
-// calls in flight on other goroutines: each call holds a use count, and the
+// handle owns one reference to a reference-counted C object (a tf_runtime,
+// tf_event, tf_module or tf_program) and makes Close safe against calls in
+// flight on other goroutines: each call holds a use count, and the
 // reference is released by whichever comes last, Close or the final call.
 //
 // state = 2*uses + closedBit.  INVARIANT: once closedBit is set, uses only
 // go down, so exactly one party sees state reach closedBit with no uses and
 // releases the reference.
 type handle struct {
-	ptr   *C.tf_runtime
-	state atomic.Int64
+	ptr       unsafe.Pointer
+	state     atomic.Int64
+	kind      string                     // "Runtime", "Event", ... for messages
+	releaseOp string                     // the C function that drops the reference
+	drop      func(unsafe.Pointer) error // calls it
 }
 
 const closedBit = 1
 
+func newHandle(ptr unsafe.Pointer, kind, releaseOp string, drop func(unsafe.Pointer) error) *handle {
+	return &handle{ptr: ptr, kind: kind, releaseOp: releaseOp, drop: drop}
+}
+
 // acquire returns the C pointer for one call, or an error naming op when the
 // handle was closed.  Every successful acquire needs one release.
-func (h *handle) acquire(op string) (*C.tf_runtime, error) {
+func (h *handle) acquire(op string) (unsafe.Pointer, error) {
 	for {
 		s := h.state.Load()
 		if s&closedBit != 0 {
-			return nil, bindingError(StatusInvalidHandle, op, "the Runtime was closed")
+			return nil, bindingError(StatusInvalidHandle, op, "the %s was closed", h.kind)
 		}
 		if h.state.CompareAndSwap(s, s+2) {
 			return h.ptr, nil
@@ -36,28 +44,36 @@ func (h *handle) acquire(op string) (*C.tf_runtime, error) {
 // release ends one call; the last call after Close releases the reference.
 func (h *handle) release() {
 	if h.state.Add(-2) == closedBit {
-		h.drop()
+		h.drop(h.ptr) // nobody to report to: the closer already returned
 	}
 }
 
 // close marks the handle closed.  It returns the release's error when no
 // call was in flight; otherwise the last call releases it later.  A second
-// close reports that the Runtime was already closed.
+// close reports that the object was already closed.
 func (h *handle) close() error {
 	for {
 		s := h.state.Load()
 		if s&closedBit != 0 {
-			return bindingError(StatusInvalidHandle, "tf_runtime_release", "the Runtime was already closed")
+			return bindingError(StatusInvalidHandle, h.releaseOp, "the %s was already closed", h.kind)
 		}
 		if h.state.CompareAndSwap(s, s|closedBit) {
 			if s == 0 {
-				return h.drop()
+				return h.drop(h.ptr)
 			}
 			return nil
 		}
 	}
 }
 
-func (h *handle) drop() error {
-	return takeError(C.go_tf_runtime_release(h.ptr))
+func (h *handle) isClosed() bool { return h.state.Load()&closedBit != 0 }
+
+// use runs call with the C pointer held for its duration.
+func (h *handle) use(op string, call func(unsafe.Pointer) error) error {
+	p, err := h.acquire(op)
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	return call(p)
 }

@@ -16,23 +16,45 @@ import (
 var double *testsupport.Double
 
 // TestMain says which driver the tests run against, and refuses to run
-// against the real one when TF_TEST_MODE=double promised the double (a
-// misconfigured LD_LIBRARY_PATH must not turn into skipped tests).
+// when TF_TEST_MODE promised something else: TF_TEST_MODE=double needs the
+// double, TF_TEST_MODE=gpu a usable device of the real driver (a
+// misconfigured machine must not turn into skipped tests).
 func TestMain(m *testing.M) {
 	_, countErr := tenferro.DeviceCount() // loads the driver, if any
 	double = testsupport.GetDouble()
+	mode := os.Getenv("TF_TEST_MODE")
 	switch {
+	case double != nil && mode == "gpu":
+		fmt.Fprintln(os.Stderr, "TF_TEST_MODE=gpu but the loaded libcuda.so.1 is the driver double")
+		os.Exit(1)
 	case double != nil:
 		fmt.Println("tenferro Go tests: against the CUDA driver double")
-	case os.Getenv("TF_TEST_MODE") == "double":
+	case mode == "double":
 		fmt.Fprintln(os.Stderr, "TF_TEST_MODE=double but the loaded libcuda.so.1 is not the double:", countErr)
 		os.Exit(1)
 	case tenferro.GPUAvailable():
-		fmt.Println("tenferro Go tests: against the real CUDA driver (fault-injection tests skip)")
+		d, _ := tenferro.DeviceInfo(0)
+		v, cublasErr := tenferro.CublasVersion()
+		fmt.Printf("tenferro Go tests: against the real CUDA driver on %s (cc %d.%d); cuBLAS %d %v; fault-injection tests skip\n",
+			d.Name, d.ComputeCapabilityMajor, d.ComputeCapabilityMinor, v, errOrEmpty(cublasErr))
+		if err := testsupport.Check(); err != nil {
+			fmt.Fprintln(os.Stderr, "the tests cannot read the current CUDA context:", err)
+			os.Exit(1)
+		}
+	case mode == "gpu":
+		fmt.Fprintln(os.Stderr, "TF_TEST_MODE=gpu but no CUDA device is usable:", countErr)
+		os.Exit(1)
 	default:
 		fmt.Println("tenferro Go tests: no CUDA device; tests that need one skip:", countErr)
 	}
 	os.Exit(m.Run())
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // requireDouble skips a test that needs fault injection, and resets the
@@ -73,6 +95,42 @@ func closeRuntime(t *testing.T, rt *tenferro.Runtime) {
 	t.Helper()
 	if err := rt.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+}
+
+// bind returns a Runtime bound to slot, closed at the end of the test.
+func bind(t *testing.T, rt *tenferro.Runtime, slot int) *tenferro.Runtime {
+	t.Helper()
+	b, err := rt.BindSlot(slot)
+	if err != nil {
+		t.Fatalf("BindSlot(%d): %v", slot, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// requireCapability skips when the runtime lacks a vendor library that is
+// optional on a machine with a GPU (cuBLAS, NVRTC).  The double always has
+// them and TF_TEST_MODE=gpu promises them, so there a missing one fails.
+func requireCapability(t *testing.T, rt *tenferro.Runtime, c tenferro.Capability, what string) {
+	t.Helper()
+	ok, err := rt.Supports(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		if double != nil || os.Getenv("TF_TEST_MODE") != "" {
+			t.Fatalf("%s cannot be loaded (TF_TEST_MODE=%q)", what, os.Getenv("TF_TEST_MODE"))
+		}
+		t.Skipf("%s cannot be loaded here (add it to LD_LIBRARY_PATH)", what)
+	}
+}
+
+// must fails the test on an error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

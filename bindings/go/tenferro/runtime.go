@@ -25,46 +25,72 @@ type Options struct {
 	StreamSlots          int    // 1 .. MaxStreamSlots
 	CublasWorkspaceBytes uint64 // per slot; 0 runs cuBLAS without a workspace
 	RetirementCapacity   int    // 1 .. MaxRetirementCapacity
+	// Host threads copying a bulk Download into pageable memory, the
+	// calling one included: 1 .. MaxDownloadThreads; 0 picks the library's
+	// default (DefaultDownloadThreads, or fewer on a machine with fewer CPUs).
+	DownloadThreads int
+	// Bytes of each of a slot's two page-locked download staging buffers: a
+	// multiple of 4096 in MinDownloadChunkBytes .. MaxDownloadChunkBytes; 0
+	// picks DefaultDownloadChunkBytes.
+	DownloadChunkBytes int
 }
 
-// Limits of Options, from the header.
+// Limits and defaults of Options, from the header.
 const (
-	MaxStreamSlots        = int(C.TF_MAX_STREAM_SLOTS)
-	MaxRetirementCapacity = int(C.TF_MAX_RETIREMENT_CAPACITY)
+	MaxStreamSlots            = int(C.TF_MAX_STREAM_SLOTS)
+	MaxRetirementCapacity     = int(C.TF_MAX_RETIREMENT_CAPACITY)
+	DefaultDownloadThreads    = int(C.TF_DEFAULT_DOWNLOAD_THREADS)
+	MaxDownloadThreads        = int(C.TF_MAX_DOWNLOAD_THREADS)
+	DefaultDownloadChunkBytes = int(C.TF_DEFAULT_DOWNLOAD_CHUNK_BYTES)
+	MinDownloadChunkBytes     = int(C.TF_MIN_DOWNLOAD_CHUNK_BYTES)
+	MaxDownloadChunkBytes     = int(C.TF_MAX_DOWNLOAD_CHUNK_BYTES)
 )
 
 // DefaultOptions returns the library's defaults (tf_runtime_options_init).
 func DefaultOptions() Options {
 	var o C.tf_runtime_options
-	C.tf_runtime_options_init(&o)
+	C.tf_runtime_options_init(&o, C.size_t(unsafe.Sizeof(o)))
 	return Options{
 		StreamSlots:          int(o.stream_slots),
 		CublasWorkspaceBytes: uint64(o.cublas_workspace_bytes),
 		RetirementCapacity:   int(o.retirement_capacity),
+		DownloadThreads:      int(o.download_threads),
+		DownloadChunkBytes:   int(o.download_chunk_bytes),
 	}
 }
 
+// toC fills a tf_runtime_options of this package's size.  The library
+// reads no more than struct_size bytes, so a newer library with a grown
+// struct keeps working (and an older one refuses fields it does not know
+// only when they are nonzero).
 func (o Options) toC(op string) (C.tf_runtime_options, error) {
 	var c C.tf_runtime_options
-	C.tf_runtime_options_init(&c)
-	slots, err := uint32Arg(op, "stream_slots", o.StreamSlots)
-	if err != nil {
-		return c, err
+	C.tf_runtime_options_init(&c, C.size_t(unsafe.Sizeof(c)))
+	for _, f := range []struct {
+		dst  *C.uint32_t
+		name string
+		v    int
+	}{
+		{&c.stream_slots, "stream_slots", o.StreamSlots},
+		{&c.retirement_capacity, "retirement_capacity", o.RetirementCapacity},
+		{&c.download_threads, "download_threads", o.DownloadThreads},
+		{&c.download_chunk_bytes, "download_chunk_bytes", o.DownloadChunkBytes},
+	} {
+		v, err := uint32Arg(op, f.name, f.v)
+		if err != nil {
+			return c, err
+		}
+		*f.dst = v
 	}
-	capacity, err := uint32Arg(op, "retirement_capacity", o.RetirementCapacity)
-	if err != nil {
-		return c, err
-	}
-	c.stream_slots = slots
 	c.cublas_workspace_bytes = C.uint64_t(o.CublasWorkspaceBytes)
-	c.retirement_capacity = capacity
 	return c, nil
 }
 
 // newRuntime wraps a reference the caller owns; the finalizer releases it
 // unless Close did.
 func newRuntime(ptr *C.tf_runtime) *Runtime {
-	r := &Runtime{h: &handle{ptr: ptr}}
+	r := &Runtime{h: newHandle(unsafe.Pointer(ptr), "Runtime", "tf_runtime_release",
+		dropWith(func(p unsafe.Pointer) *C.tf_error_info { return C.go_tf_runtime_release((*C.tf_runtime)(p)) }))}
 	runtime.SetFinalizer(r, (*Runtime).finalize)
 	return r
 }
@@ -121,12 +147,7 @@ func (r *Runtime) Close() error {
 // do runs one shim wrapper with the runtime's C pointer held for the
 // duration of the call (see handle).
 func (r *Runtime) do(op string, call func(*C.tf_runtime) *C.tf_error_info) error {
-	p, err := r.h.acquire(op)
-	if err != nil {
-		return err
-	}
-	defer r.h.release()
-	return takeError(call(p))
+	return r.h.useC(op, func(p unsafe.Pointer) *C.tf_error_info { return call((*C.tf_runtime)(p)) })
 }
 
 // Clone returns a new reference to the same runtime (tf_runtime_retain):
@@ -187,7 +208,7 @@ func (r *Runtime) AllocationDomain() (uint64, error) {
 // (tf_runtime_device_info).
 func (r *Runtime) Device() (DeviceProperties, error) {
 	var d C.tf_device_properties
-	C.tf_device_properties_init(&d)
+	C.tf_device_properties_init(&d, C.size_t(unsafe.Sizeof(d)))
 	err := r.do("tf_runtime_device_info", func(p *C.tf_runtime) *C.tf_error_info {
 		return C.go_tf_runtime_device_info(p, &d)
 	})

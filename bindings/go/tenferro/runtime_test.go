@@ -90,19 +90,45 @@ func TestRuntimeQueries(t *testing.T) {
 func TestOptions(t *testing.T) {
 	requireDevice(t)
 	d := tenferro.DefaultOptions()
-	if d.StreamSlots != 8 || d.CublasWorkspaceBytes != 32<<20 || d.RetirementCapacity != 1024 {
+	if d.StreamSlots != 8 || d.CublasWorkspaceBytes != 32<<20 || d.RetirementCapacity != 1024 ||
+		d.DownloadThreads != 0 || d.DownloadChunkBytes != 0 {
 		t.Fatalf("DefaultOptions = %+v", d)
 	}
-	bad := d
-	bad.StreamSlots = tenferro.MaxStreamSlots + 1
-	_, err := tenferro.NewRuntimeWithOptions(0, bad)
-	// The library names tf_runtime_new as the operation for both entry
-	// points (src/api_runtime.cpp).
-	asError(t, err, tenferro.StatusInvalidArgument, "tf_runtime_new", "stream_slots 257")
-	bad = d
-	bad.RetirementCapacity = -1
-	_, err = tenferro.NewRuntimeWithOptions(0, bad)
-	asError(t, err, tenferro.StatusInvalidArgument, "tf_runtime_new_with_options", "does not fit in uint32_t")
+	// Each constructor reports under its own name.
+	cases := []struct {
+		change func(*tenferro.Options)
+		want   string
+	}{
+		{func(o *tenferro.Options) { o.StreamSlots = tenferro.MaxStreamSlots + 1 }, "stream_slots 257 is outside"},
+		{func(o *tenferro.Options) { o.RetirementCapacity = 0 }, "retirement_capacity 0 is outside"},
+		{func(o *tenferro.Options) { o.DownloadThreads = tenferro.MaxDownloadThreads + 1 }, "download_threads 65 is outside"},
+		{func(o *tenferro.Options) { o.DownloadChunkBytes = tenferro.MinDownloadChunkBytes + 1 }, "download_chunk_bytes 65537"},
+		{func(o *tenferro.Options) { o.RetirementCapacity = -1 }, "retirement_capacity -1 does not fit in uint32_t"},
+		{func(o *tenferro.Options) { o.DownloadThreads = -1 }, "download_threads -1 does not fit in uint32_t"},
+	}
+	for _, c := range cases {
+		bad := d
+		c.change(&bad)
+		_, err := tenferro.NewRuntimeWithOptions(0, bad)
+		asError(t, err, tenferro.StatusInvalidArgument, "tf_runtime_new_with_options", c.want)
+	}
+	// Every field reaches the library: a runtime made with all of them set
+	// works, and downloads through its staging with the chosen chunk.
+	good := d
+	good.StreamSlots, good.RetirementCapacity = 3, 7
+	good.DownloadThreads, good.DownloadChunkBytes = 2, tenferro.MinDownloadChunkBytes
+	rt, err := tenferro.NewRuntimeWithOptions(0, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRuntime(t, rt)
+	if n, _ := rt.SlotCount(); n != 3 {
+		t.Fatalf("SlotCount %d, want 3", n)
+	}
+	if s, _ := rt.RetirementStats(); s.Capacity != 7 {
+		t.Fatalf("retirement capacity %d, want 7", s.Capacity)
+	}
+	checkRoundTrip(t, bind(t, rt, 0), 3*tenferro.MinDownloadChunkBytes/4+5)
 }
 
 func TestCloseTwiceAndUseAfterClose(t *testing.T) {

@@ -63,6 +63,24 @@ const TF_CAP_PEER_COPY = Int32(5)
 const TF_CAP_CUBLAS = Int32(6)
 const TF_CAP_STREAM_ORDERED_ALLOC = Int32(7)
 
+const TF_DEFAULT_STREAM_SLOTS = 8
+const TF_MAX_STREAM_SLOTS = 256
+const TF_DEFAULT_CUBLAS_WORKSPACE_BYTES = 33554432
+const TF_DEFAULT_RETIREMENT_CAPACITY = 1024
+const TF_MAX_RETIREMENT_CAPACITY = 1048576
+const TF_DEFAULT_DOWNLOAD_THREADS = 8
+const TF_MAX_DOWNLOAD_THREADS = 64
+const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES = 8388608
+const TF_MIN_DOWNLOAD_CHUNK_BYTES = 65536
+const TF_MAX_DOWNLOAD_CHUNK_BYTES = 268435456
+const TF_SCALAR_DOWNLOAD_MAX_BYTES = 16
+
+const TF_CUBLAS_POINTER_MODE_HOST = Int32(0)
+const TF_CUBLAS_POINTER_MODE_DEVICE = Int32(1)
+
+const TF_COMPILE_PTX = Int32(0)
+const TF_COMPILE_CUBIN = Int32(1)
+
 # ---- structs (same fields, types and order as the header) -------------------
 
 struct tf_error_info
@@ -95,10 +113,49 @@ struct tf_runtime_options
     cublas_workspace_bytes::UInt64
     retirement_capacity::UInt32
     flags::UInt32
+    download_threads::UInt32
+    download_chunk_bytes::UInt32
+end
+
+struct tf_retirement_stats
+    struct_size::UInt32
+    capacity::UInt32
+    deferred::UInt64
+    released::UInt64
+    barrier_fallbacks::UInt64
+    leaked::UInt64
+    in_flight::UInt64
+    max_in_flight::UInt64
+end
+
+struct tf_launch_config
+    struct_size::UInt32
+    grid_x::UInt32
+    grid_y::UInt32
+    grid_z::UInt32
+    block_x::UInt32
+    block_y::UInt32
+    block_z::UInt32
+    shared_memory_bytes::UInt32
+end
+
+struct tf_compile_options
+    struct_size::UInt32
+    target::Int32
+    arch::Int32
+    option_count::Int32
+    options::Ptr{Ptr{UInt8}}
+    name::Ptr{UInt8}
 end
 
 "Opaque runtime handle; only ever used as `Ptr{tf_runtime}`."
 mutable struct tf_runtime end
+"Opaque event handle; only ever used as `Ptr{tf_event}`."
+mutable struct tf_event end
+"Opaque module handle; only ever used as `Ptr{tf_module}`."
+mutable struct tf_module end
+"Opaque NVRTC program; only ever used as `Ptr{tf_program}`."
+mutable struct tf_program end
 
 # ---- version ------------------------------------------------------------------
 
@@ -108,7 +165,11 @@ tf_version_string() = ccall((:tf_version_string, libtenferro), Cstring, ())
 # ---- errors -------------------------------------------------------------------
 
 tf_status_string(status) = ccall((:tf_status_string, libtenferro), Cstring, (Int32,), status)
-tf_error_info_init(info) = ccall((:tf_error_info_init, libtenferro), Cvoid, (Ref{tf_error_info},), info)
+# Every *_init takes the sizeof the caller's struct: the library writes no
+# more than that (a newer library never overruns this older struct).
+tf_error_info_init(info) =
+    ccall((:tf_error_info_init, libtenferro), Cvoid, (Ref{tf_error_info}, Csize_t),
+          info, sizeof(tf_error_info))
 tf_last_error(out) = ccall((:tf_last_error, libtenferro), Int32, (Ref{tf_error_info},), out)
 
 # ---- logging ------------------------------------------------------------------
@@ -119,7 +180,8 @@ tf_set_log_callback(fn, user_data) =
 # ---- devices ------------------------------------------------------------------
 
 tf_device_properties_init(info) =
-    ccall((:tf_device_properties_init, libtenferro), Cvoid, (Ref{tf_device_properties},), info)
+    ccall((:tf_device_properties_init, libtenferro), Cvoid, (Ref{tf_device_properties}, Csize_t),
+          info, sizeof(tf_device_properties))
 tf_gpu_available() = ccall((:tf_gpu_available, libtenferro), Int32, ())
 tf_device_count(out_count) =
     ccall((:tf_device_count, libtenferro), Int32, (Ref{Int32},), out_count)
@@ -129,7 +191,8 @@ tf_device_info(ordinal, out) =
 # ---- runtime ------------------------------------------------------------------
 
 tf_runtime_options_init(options) =
-    ccall((:tf_runtime_options_init, libtenferro), Cvoid, (Ref{tf_runtime_options},), options)
+    ccall((:tf_runtime_options_init, libtenferro), Cvoid, (Ref{tf_runtime_options}, Csize_t),
+          options, sizeof(tf_runtime_options))
 tf_runtime_new(ordinal, out) =
     ccall((:tf_runtime_new, libtenferro), Int32, (Int32, Ref{Ptr{tf_runtime}}), ordinal, out)
 tf_runtime_new_with_options(ordinal, options, out) =
@@ -169,6 +232,116 @@ tf_runtime_sync(rt) = ccall((:tf_runtime_sync, libtenferro), Int32, (Ptr{tf_runt
 
 # ==== Work on the slot streams: cuBLAS, any library, kernels, retirement ====
 
+tf_cublas_enqueue(rt, pointer_mode, fn, user_data) =
+    ccall((:tf_cublas_enqueue, libtenferro), Int32,
+          (Ptr{tf_runtime}, Int32, Ptr{Cvoid}, Ptr{Cvoid}), rt, pointer_mode, fn, user_data)
+tf_cublas_symbol(name, out_function) =
+    ccall((:tf_cublas_symbol, libtenferro), Int32, (Cstring, Ref{Ptr{Cvoid}}), name, out_function)
+tf_cublas_version(out_version) =
+    ccall((:tf_cublas_version, libtenferro), Int32, (Ref{Int32},), out_version)
+tf_stream_enqueue(rt, fn, user_data) =
+    ccall((:tf_stream_enqueue, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ptr{Cvoid}, Ptr{Cvoid}), rt, fn, user_data)
+tf_slot_wait(rt, other_slot) =
+    ccall((:tf_slot_wait, libtenferro), Int32, (Ptr{tf_runtime}, Int32), rt, other_slot)
+
+tf_event_new(rt, out) =
+    ccall((:tf_event_new, libtenferro), Int32, (Ptr{tf_runtime}, Ref{Ptr{tf_event}}), rt, out)
+tf_event_retain(event) = ccall((:tf_event_retain, libtenferro), Int32, (Ptr{tf_event},), event)
+tf_event_release(event) = ccall((:tf_event_release, libtenferro), Int32, (Ptr{tf_event},), event)
+tf_event_record(rt, event) =
+    ccall((:tf_event_record, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_event}), rt, event)
+tf_event_wait(rt, event) =
+    ccall((:tf_event_wait, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_event}), rt, event)
+tf_event_synchronize(event) =
+    ccall((:tf_event_synchronize, libtenferro), Int32, (Ptr{tf_event},), event)
+tf_event_query(event, out_done) =
+    ccall((:tf_event_query, libtenferro), Int32, (Ptr{tf_event}, Ref{Int32}), event, out_done)
+
+tf_workspace_retire(rt, resource, release, user_data) =
+    ccall((:tf_workspace_retire, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), rt, resource, release, user_data)
+tf_workspace_poll(rt) = ccall((:tf_workspace_poll, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_retirement_stats_init(stats) =
+    ccall((:tf_retirement_stats_init, libtenferro), Cvoid, (Ref{tf_retirement_stats}, Csize_t),
+          stats, sizeof(tf_retirement_stats))
+tf_workspace_stats(rt, out) =
+    ccall((:tf_workspace_stats, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ref{tf_retirement_stats}), rt, out)
+
+tf_module_load(rt, image, size, out) =
+    ccall((:tf_module_load, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ptr{Cvoid}, Csize_t, Ref{Ptr{tf_module}}), rt, image, size, out)
+tf_module_retain(mod) = ccall((:tf_module_retain, libtenferro), Int32, (Ptr{tf_module},), mod)
+tf_module_release(mod) = ccall((:tf_module_release, libtenferro), Int32, (Ptr{tf_module},), mod)
+tf_module_function(mod, name, out_function) =
+    ccall((:tf_module_function, libtenferro), Int32,
+          (Ptr{tf_module}, Cstring, Ref{Ptr{Cvoid}}), mod, name, out_function)
+tf_function_set_attribute(mod, fn, attribute, value) =
+    ccall((:tf_function_set_attribute, libtenferro), Int32,
+          (Ptr{tf_module}, Ptr{Cvoid}, Int32, Int32), mod, fn, attribute, value)
+tf_launch_config_init(config) =
+    ccall((:tf_launch_config_init, libtenferro), Cvoid, (Ref{tf_launch_config}, Csize_t),
+          config, sizeof(tf_launch_config))
+tf_kernel_launch(rt, fn, config, args) =
+    ccall((:tf_kernel_launch, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ptr{Cvoid}, Ref{tf_launch_config}, Ptr{Ptr{Cvoid}}), rt, fn, config, args)
+
+tf_compile_options_init(options) =
+    ccall((:tf_compile_options_init, libtenferro), Cvoid, (Ref{tf_compile_options}, Csize_t),
+          options, sizeof(tf_compile_options))
+tf_program_compile(rt, source, options, out) =
+    ccall((:tf_program_compile, libtenferro), Int32,
+          (Ptr{tf_runtime}, Cstring, Ref{tf_compile_options}, Ref{Ptr{tf_program}}),
+          rt, source, options, out)
+tf_program_image(program, out_image, out_size) =
+    ccall((:tf_program_image, libtenferro), Int32,
+          (Ptr{tf_program}, Ref{Ptr{Cvoid}}, Ref{Csize_t}), program, out_image, out_size)
+tf_program_log(program, out_log) =
+    ccall((:tf_program_log, libtenferro), Int32, (Ptr{tf_program}, Ref{Ptr{UInt8}}), program, out_log)
+tf_program_release(program) =
+    ccall((:tf_program_release, libtenferro), Cvoid, (Ptr{tf_program},), program)
+
 # ==== Device memory and transfers ====
+
+tf_alloc(rt, bytes, out_ptr) =
+    ccall((:tf_alloc, libtenferro), Int32, (Ptr{tf_runtime}, Csize_t, Ref{UInt64}), rt, bytes, out_ptr)
+tf_free(rt, ptr) = ccall((:tf_free, libtenferro), Int32, (Ptr{tf_runtime}, UInt64), rt, ptr)
+tf_upload(rt, src, dst, len) =
+    ccall((:tf_upload, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}, UInt64, Csize_t),
+          rt, src, dst, len)
+tf_copy(rt, src, dst, len) =
+    ccall((:tf_copy, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, UInt64, Csize_t), rt, src, dst, len)
+tf_peer_copy_available(src_rt, dst_rt, out_available) =
+    ccall((:tf_peer_copy_available, libtenferro), Int32,
+          (Ptr{tf_runtime}, Ptr{tf_runtime}, Ref{Int32}), src_rt, dst_rt, out_available)
+tf_peer_copy(src_rt, src, dst_rt, dst, len) =
+    ccall((:tf_peer_copy, libtenferro), Int32,
+          (Ptr{tf_runtime}, UInt64, Ptr{tf_runtime}, UInt64, Csize_t), src_rt, src, dst_rt, dst, len)
+tf_download_scalar(rt, src, out, len) =
+    ccall((:tf_download_scalar, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, Ptr{Cvoid}, Csize_t),
+          rt, src, out, len)
+tf_download(rt, src, dst, len) =
+    ccall((:tf_download, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, Ptr{Cvoid}, Csize_t),
+          rt, src, dst, len)
+
+# ==== cuBLAS functions called through tf_cublas_symbol's addresses ====
+#
+# The checker verifies these against cuBLAS's own header (cublas_api.h):
+# each function is named after the cuBLAS function whose address `fn` is.
+# Device operands cross as typed pointers made from device addresses;
+# alpha and beta point to host memory or, in device pointer mode, to
+# device memory.
+
+cublasSgemm_v2(fn, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) =
+    ccall(fn, Int32,
+          (Ptr{Cvoid}, Int32, Int32, Cint, Cint, Cint, Ptr{Float32}, Ptr{Float32}, Cint,
+           Ptr{Float32}, Cint, Ptr{Float32}, Ptr{Float32}, Cint),
+          handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+cublasDgemm_v2(fn, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) =
+    ccall(fn, Int32,
+          (Ptr{Cvoid}, Int32, Int32, Cint, Cint, Cint, Ptr{Float64}, Ptr{Float64}, Cint,
+           Ptr{Float64}, Cint, Ptr{Float64}, Ptr{Float64}, Cint),
+          handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 end # module

@@ -1,23 +1,73 @@
-# Julia functions called by the library: with_context's body and the log
-# callback.  An exception must never unwind through the library's C frames,
-# so the trampolines catch it and the caller rethrows it after the library
-# has restored the context.
+# Julia functions called by the library: the bodies of with_context,
+# stream_enqueue and cublas_enqueue, retirement releases, the log callback.
+# An exception must never unwind through the library's C frames, so the
+# trampolines catch it and the caller rethrows it after the library has
+# restored the context and released the slot.
 
-mutable struct ContextCall
+mutable struct Callback
     f::Any
+    mode::Int32      # cuBLAS pointer mode (cublas_enqueue)
     result::Any
-    exception::Any # what f threw, or nothing
+    exception::Any   # what f threw, or nothing
 end
 
-function _context_trampoline(data::Ptr{Cvoid})::Int32
-    call = unsafe_pointer_to_objref(data)::ContextCall
+Callback(f, mode=L.TF_CUBLAS_POINTER_MODE_HOST) = Callback(f, Int32(mode), nothing, nothing)
+
+# What a trampoline returns when f threw: the binding rethrows it.
+const _THREW = Int32(-1)
+
+function _run(call::Callback, args...)::Int32
     try
-        call.result = call.f()
+        call.result = call.f(args...)
         return Int32(0)
     catch e
         call.exception = e
-        return Int32(-1)
+        return _THREW
     end
+end
+
+function _context_trampoline(data::Ptr{Cvoid})::Int32
+    return _run(unsafe_pointer_to_objref(data)::Callback)
+end
+
+function _stream_trampoline(stream::Ptr{Cvoid}, data::Ptr{Cvoid})::Int32
+    return _run(unsafe_pointer_to_objref(data)::Callback, stream)
+end
+
+function _cublas_trampoline(handle::Ptr{Cvoid}, stream::Ptr{Cvoid}, data::Ptr{Cvoid})::Int32
+    call = unsafe_pointer_to_objref(data)::Callback
+    c = CublasCall(handle, stream, call.mode)
+    try
+        call.result = call.f(c)
+        return Int32(0)
+    catch e
+        # A failed cuBLAS call is reported by the library, with its status.
+        e isa CublasError && e.status != 0 && return e.status
+        call.exception = e
+        return _THREW
+    finally
+        c.valid = false
+    end
+end
+
+# Runs one library call that calls `call` back: cfn(ptr, data) makes the C
+# call with the runtime's pointer and the callback's.  The task is pinned to
+# its thread while the body runs, since the library's state (the current
+# context, the slot lock) belongs to the thread.
+function _invoke(cfn, rt::Runtime, op, call::Callback)
+    t = current_task()
+    sticky = t.sticky
+    t.sticky = true
+    try
+        _with_ptr(rt, op) do p
+            status = GC.@preserve call cfn(p, pointer_from_objref(call))
+            call.exception === nothing && check(status)
+        end
+    finally
+        t.sticky = sticky
+    end
+    call.exception === nothing || throw(call.exception)
+    return call.result
 end
 
 """
@@ -28,18 +78,122 @@ Call `f()` with the runtime's primary context current on the calling thread
 and restore the thread's previous context afterwards (`tf_with_context`);
 return what `f` returns.  An exception thrown by `f` is rethrown once the
 context is restored.  `f` must not yield (I/O, `wait`, `@sync`, locks that
-block): the task could resume on another thread, where the context is not
-current.
+block): other tasks would run on this thread with the context current.
 """
 function with_context(f, rt::Runtime)
-    call = ContextCall(f, nothing, nothing)
     trampoline = @cfunction(_context_trampoline, Int32, (Ptr{Cvoid},))
-    _with_ptr(rt, "tf_with_context") do p
-        status = GC.@preserve call L.tf_with_context(p, trampoline, pointer_from_objref(call))
-        call.exception === nothing && check(status)
+    _invoke(rt, "tf_with_context", Callback(f)) do p, data
+        L.tf_with_context(p, trampoline, data)
     end
-    call.exception === nothing || throw(call.exception)
-    return call.result
+end
+
+"""
+    stream_enqueue(f, rt::Runtime)
+    stream_enqueue(rt) do stream ... end
+
+Call `f(stream)` with the current slot's `CUstream` and the primary context
+current, holding the slot's lock, so that work of any other library is
+queued in order with this runtime's work on the slot (`tf_stream_enqueue`);
+return what `f` returns.  A call from `f` that needs the same slot's lock
+(`stream_enqueue`, `cublas_enqueue`, `download_scalar`) throws
+`TF_ERROR_RUNTIME_STATE` instead of deadlocking.  Exceptions as in
+[`with_context`](@ref); `f` must not yield.
+"""
+function stream_enqueue(f, rt::Runtime)
+    trampoline = @cfunction(_stream_trampoline, Int32, (Ptr{Cvoid}, Ptr{Cvoid}))
+    _invoke(rt, "tf_stream_enqueue", Callback(f)) do p, data
+        L.tf_stream_enqueue(p, trampoline, data)
+    end
+end
+
+# ---- retirement ---------------------------------------------------------------
+
+# The closures the library may still call, keyed by the box passed as
+# user_data.  A spin lock: releases may run in finalizers (a runtime's
+# teardown), which must not yield.
+const _RETIRE_LOCK = Threads.SpinLock()
+const _RETIRE_ROOTS = IdDict{Any,Nothing}()
+
+function _release_trampoline(resource::Ptr{Cvoid}, data::Ptr{Cvoid})::Cvoid
+    box = unsafe_pointer_to_objref(data)::Base.RefValue{Any}
+    lock(_RETIRE_LOCK)
+    try
+        delete!(_RETIRE_ROOTS, box) # called exactly once
+    finally
+        unlock(_RETIRE_LOCK)
+    end
+    try
+        box[]()
+    catch e
+        # Nothing may unwind through C; there is no caller to tell.
+        Core.println(Core.stderr, "TenferroGPU: a retire release function threw: ", e)
+    end
+    return nothing
+end
+
+"""
+    retire(f, rt::Runtime)
+    retire(rt) do ... end
+
+Run `f()` once the device has finished the work queued on the current slot
+before this call, without making the host wait (`tf_workspace_retire`):
+typically `free(buffer)` for a workspace that queued work still uses.  `f`
+runs on the thread of a later `retire`, `poll_retirements` or
+`synchronize` (any slot), or at the runtime's teardown (possibly in a
+finalizer), with the primary context current: it must not yield, and not
+use the runtime being torn down.  An exception it throws is printed to
+stderr.  When `retire` throws, `f` never runs: with
+`TF_ERROR_INVALID_ARGUMENT` or `TF_ERROR_INVALID_HANDLE` the resource is
+still yours; with any other status the device may still use it, so leak it.
+"""
+function retire(f, rt::Runtime)
+    trampoline = @cfunction(_release_trampoline, Cvoid, (Ptr{Cvoid}, Ptr{Cvoid}))
+    box = Ref{Any}(f)
+    lock(_RETIRE_LOCK)
+    try
+        _RETIRE_ROOTS[box] = nothing
+    finally
+        unlock(_RETIRE_LOCK)
+    end
+    ok = false
+    try
+        _with_ptr(rt, "tf_workspace_retire") do p
+            check(GC.@preserve box L.tf_workspace_retire(p, C_NULL, trampoline, pointer_from_objref(box)))
+        end
+        ok = true
+    finally
+        if !ok # the library will never call it
+            lock(_RETIRE_LOCK)
+            try
+                delete!(_RETIRE_ROOTS, box)
+            finally
+                unlock(_RETIRE_LOCK)
+            end
+        end
+    end
+    return nothing
+end
+
+"Run the releases of every retirement the device has passed, on all slots (`tf_workspace_poll`)."
+poll_retirements(rt::Runtime) = _with_ptr(p -> check(L.tf_workspace_poll(p)), rt, "tf_workspace_poll")
+
+"""
+    retirement_stats(rt) -> NamedTuple
+
+A consistent snapshot of the runtime's retirement counters
+(`tf_workspace_stats`): `capacity`, `deferred`, `released`,
+`barrier_fallbacks`, `leaked`, `in_flight`, `max_in_flight`.
+"""
+function retirement_stats(rt::Runtime)
+    s = _with_ptr(rt, "tf_workspace_stats") do p
+        out = Ref{L.tf_retirement_stats}()
+        L.tf_retirement_stats_init(out)
+        check(L.tf_workspace_stats(p, out))
+        out[]
+    end
+    return (capacity=Int(s.capacity), deferred=s.deferred, released=s.released,
+            barrier_fallbacks=s.barrier_fallbacks, leaked=s.leaked, in_flight=s.in_flight,
+            max_in_flight=s.max_in_flight)
 end
 
 # ---- logging ------------------------------------------------------------------

@@ -1,27 +1,28 @@
 # Runtimes: one Julia object per reference to a C tf_runtime.
 
 """
-    Runtime(ordinal = 0; stream_slots, cublas_workspace_bytes, retirement_capacity)
+    Runtime(ordinal = 0; stream_slots, cublas_workspace_bytes, retirement_capacity,
+            download_threads, download_chunk_bytes)
+    Runtime(f, ordinal = 0; options...)
 
 A reference to a tenferro-gpu runtime on device `ordinal` (`tf_runtime_new`,
 or `tf_runtime_new_with_options` when an option is given; the defaults are
 the library's).  Methods may be called from any task and thread; `close`
 may race with them safely: the reference is released when the last call in
 flight returns.  A finalizer releases a Runtime that was never closed, but
-teardown waits for the runtime's streams, so prefer `close`.
+teardown waits for the runtime's streams, so prefer `close`, or the
+do-block form, which closes when `f(rt)` returns.
 """
-mutable struct Runtime
+mutable struct Runtime <: TenferroHandle
     ptr::Ptr{L.tf_runtime} # never reassigned
-    # 2 * calls in flight + 1 once closed.  Once closed, the count only goes
-    # down, so exactly one party sees it reach 1 and releases the reference.
     @atomic state::Int
 
-    function Runtime(ptr::Ptr{L.tf_runtime})
-        rt = new(ptr, 0)
-        finalizer(_finalize, rt)
-        return rt
-    end
+    Runtime(ptr::Ptr{L.tf_runtime}) = _finalized(new(ptr, 0))
 end
+
+_kind(::Runtime) = "Runtime"
+_release_op(::Runtime) = "tf_runtime_release"
+_release_c(rt::Runtime) = L.tf_runtime_release(rt.ptr)
 
 function Runtime(ordinal::Integer=0; options...)
     op = isempty(options) ? "tf_runtime_new" : "tf_runtime_new_with_options"
@@ -35,79 +36,30 @@ function Runtime(ordinal::Integer=0; options...)
     return Runtime(out[])
 end
 
-function _options(op; stream_slots=nothing, cublas_workspace_bytes=nothing,
-                  retirement_capacity=nothing)
+Runtime(f::Function, ordinal::Integer=0; options...) = _closing(f, Runtime(ordinal; options...))
+
+const _OPTION_FIELDS = (:stream_slots, :cublas_workspace_bytes, :retirement_capacity,
+                        :download_threads, :download_chunk_bytes)
+
+# The library's defaults with the options given; a value that does not fit
+# its field is refused before the call.
+function _options(op; options...)
+    for k in keys(options)
+        k in _OPTION_FIELDS ||
+            throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op, "unknown option $k"))
+    end
     r = Ref{L.tf_runtime_options}()
     L.tf_runtime_options_init(r)
     d = r[]
-    field(name, v, T) = v === nothing ? getfield(d, name) :
-        (v isa Integer && typemin(T) <= v <= typemax(T)) ? T(v) :
-        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op, "$name $v does not fit in $T"))
-    return Ref(L.tf_runtime_options(d.struct_size,
-                                     field(:stream_slots, stream_slots, UInt32),
-                                     field(:cublas_workspace_bytes, cublas_workspace_bytes, UInt64),
-                                     field(:retirement_capacity, retirement_capacity, UInt32),
-                                     d.flags))
-end
-
-function _acquire(rt::Runtime, op)
-    while true
-        s = @atomic rt.state
-        isodd(s) && throw(binding_error(L.TF_ERROR_INVALID_HANDLE, op, "the Runtime was closed"))
-        (@atomicreplace rt.state s => s + 2).success && return rt.ptr
+    values = map(fieldnames(L.tf_runtime_options)) do name
+        v = get(options, name, nothing)
+        T = fieldtype(L.tf_runtime_options, name)
+        v === nothing && return getfield(d, name)
+        (v isa Integer && typemin(T) <= v <= typemax(T)) ||
+            throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op, "$name $v does not fit in $T"))
+        return T(v)
     end
-end
-
-function _release(rt::Runtime)
-    if modifyfield!(rt, :state, -, 2, :sequentially_consistent).second == 1
-        L.tf_runtime_release(rt.ptr)
-    end
-    return nothing
-end
-
-# Runs f(ptr) with the C pointer held for the duration of the call.
-function _with_ptr(f, rt::Runtime, op)
-    p = _acquire(rt, op)
-    try
-        return f(p)
-    finally
-        _release(rt)
-    end
-end
-
-"""
-    close(rt::Runtime)
-
-Release this reference (`tf_runtime_release`).  The last reference tears the
-runtime down on the calling thread: it waits for the runtime's streams, then
-frees what the runtime made; teardown problems go to the log.  Closing twice
-throws a `TenferroError` with `TF_ERROR_INVALID_HANDLE`; it never releases
-twice.
-"""
-function Base.close(rt::Runtime)
-    while true
-        s = @atomic rt.state
-        isodd(s) && throw(binding_error(L.TF_ERROR_INVALID_HANDLE, "tf_runtime_release",
-                                        "the Runtime was already closed"))
-        if (@atomicreplace rt.state s => s | 1).success
-            s == 0 && check(L.tf_runtime_release(rt.ptr))
-            return nothing
-        end
-    end
-end
-
-Base.isopen(rt::Runtime) = iseven(@atomic rt.state)
-
-# A finalizer must not throw or yield: tf_runtime_release does neither.
-function _finalize(rt::Runtime)
-    if isopen(rt)
-        try
-            close(rt)
-        catch
-            # A finalizer has nobody to tell; teardown problems were logged.
-        end
-    end
-    return nothing
+    return Ref(L.tf_runtime_options(values...))
 end
 
 "A new reference to the same runtime (`tf_runtime_retain`), closed independently."
@@ -120,11 +72,14 @@ end
 
 """
     bind_slot(rt, slot) -> Runtime
+    bind_slot(f, rt, slot)
 
 A reference to the same runtime whose calls always use stream slot `slot`
 (0-based), from whatever thread the task runs on (`tf_runtime_bind_slot`).
 Use it to give a task a stable stream: Julia tasks may migrate between
-threads, and an unbound runtime's slot follows the thread.
+threads, and an unbound runtime's slot follows the thread, so an upload and
+the download after it could land on two streams, unordered.  The do-block
+form closes the bound reference when `f` returns.
 """
 function bind_slot(rt::Runtime, slot::Integer)
     s = int32_arg("tf_runtime_bind_slot", "slot", slot)
@@ -135,9 +90,11 @@ function bind_slot(rt::Runtime, slot::Integer)
     end
 end
 
+bind_slot(f::Function, rt::Runtime, slot::Integer) = _closing(f, bind_slot(rt, slot))
+
 # One query that writes a value of type T through an out pointer.
-function _query(f, rt::Runtime, op, ::Type{T}) where {T}
-    _with_ptr(rt, op) do p
+function _query(f, h::TenferroHandle, op, ::Type{T}) where {T}
+    _with_ptr(h, op) do p
         out = Ref{T}()
         check(f(p, out))
         return out[]
@@ -184,3 +141,16 @@ end
 
 "Wait for the current slot's queued work, then run due retirements (`tf_runtime_sync`)."
 synchronize(rt::Runtime) = _with_ptr(p -> check(L.tf_runtime_sync(p)), rt, "tf_runtime_sync")
+
+"""
+    slot_wait(rt, other_slot)
+
+Make the current slot's stream wait, on the device, for the work queued on
+slot `other_slot` (0-based) before this call (`tf_slot_wait`); the host does
+not wait.  It takes no slot lock: allowed inside `cublas_enqueue` and
+`stream_enqueue` bodies.
+"""
+function slot_wait(rt::Runtime, other_slot::Integer)
+    s = int32_arg("tf_slot_wait", "other_slot", other_slot)
+    _with_ptr(p -> check(L.tf_slot_wait(p, s)), rt, "tf_slot_wait")
+end

@@ -1,9 +1,16 @@
 // Package testsupport gives the binding's tests what the C suites get from
-// tests/support: the thread's current CUDA context through whichever
-// libcuda.so.1 the process loaded, and the driver double's control
-// interface (tests/cuda_double/tfd_control.h) when that libcuda.so.1 is the
-// double.  Against the real driver Double returns nil and tests that need
-// fault injection skip.
+// tests/support: the thread's current CUDA context and a context of the
+// test's own, through whichever libcuda.so.1 the process loaded, and the
+// driver double's control interface (tests/cuda_double/tfd_control.h) when
+// that libcuda.so.1 is the double.
+//
+// Against the real driver every context function goes to the driver itself
+// (cuCtxGetCurrent, cuCtxSetCurrent, cuCtxCreate, cuCtxDestroy resolved
+// with cuGetProcAddress_v2 from the loaded libcuda.so.1, as the library
+// resolves its own), GetDouble returns nil and tests that need fault
+// injection skip.  Nothing here silently answers nil: a context function
+// that cannot reach a driver panics with the reason, so a broken setup
+// fails loudly instead of passing comparisons of nil with nil.
 package testsupport
 
 /*
@@ -13,20 +20,37 @@ package testsupport
 #include <stdint.h>
 #include <stdlib.h>
 
-static void *ts_driver(void) { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); }
+// RTLD_NOLOAD first: the libcuda.so.1 the library already loaded, whatever
+// folder it came from; else load it the way the library does.
+static void *ts_driver(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    return h ? h : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+}
 static void *ts_sym(void *lib, const char *name) { return lib ? dlsym(lib, name) : NULL; }
 
 // A real driver entry point through cuGetProcAddress_v2 (the driver
-// exports few of its functions by their plain names).
-static void *ts_entry(void *lib, const char *name, int version) {
-    typedef int (*gpa_fn)(const char *, void **, int, uint64_t, void *);
+// exports few of its functions by their plain names).  *result is the
+// CUresult, or -1 when the driver has no cuGetProcAddress_v2.
+static void *ts_entry(void *lib, const char *name, int version, int *result) {
+    typedef int (*gpa_fn)(const char *, void **, int, uint64_t, int *);
     gpa_fn gpa = (gpa_fn)ts_sym(lib, "cuGetProcAddress_v2");
     void *fn = NULL;
-    if (gpa == NULL || gpa(name, &fn, version, 1, NULL) != 0) return NULL;
-    return fn;
+    int found = 0;
+    *result = -1;
+    if (gpa == NULL) return NULL;
+    // flags 1: CU_GET_PROC_ADDRESS_LEGACY_STREAM, as the library asks.
+    *result = gpa(name, &fn, version, 1, &found);
+    return *result == 0 ? fn : NULL;
 }
 static int ts_ctx_get_current(void *fn, void **out) { return ((int (*)(void **))fn)(out); }
 static int ts_ctx_set_current(void *fn, void *ctx) { return ((int (*)(void *))fn)(ctx); }
+static int ts_init(void *fn) { return ((int (*)(unsigned))fn)(0); }
+static int ts_device_get(void *fn, int *dev, int ordinal) { return ((int (*)(int *, int))fn)(dev, ordinal); }
+// cuCtxCreate_v4(CUcontext *, CUctxCreateParams *, unsigned flags, CUdevice)
+static int ts_ctx_create(void *fn, void **ctx, int dev) {
+    return ((int (*)(void **, void *, unsigned, int))fn)(ctx, NULL, 0, dev);
+}
+static int ts_ctx_destroy(void *fn, void *ctx) { return ((int (*)(void *))fn)(ctx); }
 static void *ts_ptr(void *fn) { return ((void *(*)(void))fn)(); }
 static void ts_void(void *fn) { ((void (*)(void))fn)(); }
 static void ts_fail(void *fn, const char *entry, unsigned long nth, int code, unsigned long times) {
@@ -39,10 +63,15 @@ static long ts_live(void *fn, int kind) { return ((long (*)(int))fn)(kind); }
 static int ts_int_of_int(void *fn, int v) { return ((int (*)(int))fn)(v); }
 static void *ts_ptr_of_int(void *fn, int v) { return ((void *(*)(int))fn)(v); }
 static void ts_void_of_ptr(void *fn, void *p) { ((void (*)(void *))fn)(p); }
+static void ts_void_of_int(void *fn, int v) { ((void (*)(int))fn)(v); }
+static int ts_device_rw(void *fn, uint64_t dptr, void *host, size_t n) {
+    return ((int (*)(uint64_t, void *, size_t))fn)(dptr, host, n);
+}
 */
 import "C"
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 )
@@ -52,6 +81,9 @@ var (
 	driver unsafe.Pointer
 )
 
+// lib is the loaded libcuda.so.1 (nil if none can be loaded).  Load the
+// driver through the library first (any call that reaches it, e.g.
+// tenferro.DeviceCount), so that this is the very driver it uses.
 func lib() unsafe.Pointer {
 	once.Do(func() { driver = C.ts_driver() })
 	return driver
@@ -63,6 +95,72 @@ func sym(name string) unsafe.Pointer {
 	return C.ts_sym(lib(), cname)
 }
 
+// isDouble: the loaded libcuda.so.1 exports the double's controls.
+func isDouble() bool { return sym("tfd_reset") != nil }
+
+// realEntry resolves a real driver entry point, or explains why not.
+type realEntry struct {
+	name    string
+	version int
+	once    sync.Once
+	fn      unsafe.Pointer
+	err     error
+}
+
+func (e *realEntry) get() unsafe.Pointer {
+	e.once.Do(func() {
+		if lib() == nil {
+			e.err = fmt.Errorf("no libcuda.so.1 could be loaded")
+			return
+		}
+		cname := C.CString(e.name)
+		defer C.free(unsafe.Pointer(cname))
+		var result C.int
+		e.fn = C.ts_entry(lib(), cname, C.int(e.version), &result)
+		if e.fn == nil {
+			e.err = fmt.Errorf("cuGetProcAddress_v2(%q, version %d) of the loaded libcuda.so.1 answered %d",
+				e.name, e.version, int(result))
+		}
+	})
+	if e.err != nil {
+		panic("testsupport: " + e.err.Error())
+	}
+	return e.fn
+}
+
+var (
+	cuCtxGetCurrent = realEntry{name: "cuCtxGetCurrent", version: 4000}
+	cuCtxSetCurrent = realEntry{name: "cuCtxSetCurrent", version: 4000}
+	cuInit          = realEntry{name: "cuInit", version: 2000}
+	cuDeviceGet     = realEntry{name: "cuDeviceGet", version: 2000}
+	cuCtxCreate     = realEntry{name: "cuCtxCreate", version: 12050}
+	cuCtxDestroy    = realEntry{name: "cuCtxDestroy", version: 4000}
+)
+
+// Check says whether CurrentContext and SetCurrentContext work in this
+// process: nil with the double or with a real driver whose entry points
+// resolve (CreateContext needs cuCtxCreate_v4 of a CUDA 12.5 driver too,
+// and panics with the reason where it is missing).
+func Check() (err error) {
+	if isDouble() {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	cuCtxGetCurrent.get()
+	cuCtxSetCurrent.get()
+	return nil
+}
+
+func check(what string, result C.int) {
+	if result != 0 {
+		panic(fmt.Sprintf("testsupport: %s failed: CUresult %d", what, int(result)))
+	}
+}
+
 // CurrentContext is the calling OS thread's current CUcontext: the
 // double's record of it, or cuCtxGetCurrent of the real driver.  Lock the
 // goroutine to its thread around calls whose results are compared.
@@ -71,9 +169,7 @@ func CurrentContext() unsafe.Pointer {
 		return C.ts_ptr(fn)
 	}
 	var ctx unsafe.Pointer
-	if fn := entry("cuCtxGetCurrent"); fn != nil {
-		C.ts_ctx_get_current(fn, &ctx)
-	}
+	check("cuCtxGetCurrent", C.ts_ctx_get_current(cuCtxGetCurrent.get(), &ctx))
 	return ctx
 }
 
@@ -82,17 +178,35 @@ func CurrentContext() unsafe.Pointer {
 func SetCurrentContext(ctx unsafe.Pointer) {
 	if fn := sym("tfd_set_current"); fn != nil {
 		C.ts_void_of_ptr(fn, ctx)
-	} else if fn := entry("cuCtxSetCurrent"); fn != nil {
-		C.ts_ctx_set_current(fn, ctx)
+		return
 	}
+	check("cuCtxSetCurrent", C.ts_ctx_set_current(cuCtxSetCurrent.get(), ctx))
 }
 
-// entry resolves a driver entry point of API version 4000 (both context
-// functions are that old).
-func entry(name string) unsafe.Pointer {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	return C.ts_entry(lib(), cname, 4000)
+// CreateContext makes a context of the test's own on device, not current:
+// the double's tfd_create_context, or cuCtxCreate of the real driver (with
+// the thread's current context restored afterwards).
+func CreateContext(device int) unsafe.Pointer {
+	if fn := sym("tfd_create_context"); fn != nil {
+		return C.ts_ptr_of_int(fn, C.int(device))
+	}
+	check("cuInit", C.ts_init(cuInit.get()))
+	var dev C.int
+	check("cuDeviceGet", C.ts_device_get(cuDeviceGet.get(), &dev, C.int(device)))
+	before := CurrentContext()
+	var ctx unsafe.Pointer
+	check("cuCtxCreate", C.ts_ctx_create(cuCtxCreate.get(), &ctx, dev))
+	SetCurrentContext(before) // cuCtxCreate made it current
+	return ctx
+}
+
+// DestroyContext destroys a context made by CreateContext.
+func DestroyContext(ctx unsafe.Pointer) {
+	if fn := sym("tfd_destroy_context"); fn != nil {
+		C.ts_void_of_ptr(fn, ctx)
+		return
+	}
+	check("cuCtxDestroy", C.ts_ctx_destroy(cuCtxDestroy.get(), ctx))
 }
 
 // Double is the driver double's control interface.
@@ -103,21 +217,29 @@ const (
 	Streams        = 0
 	Events         = 1
 	DeviceAllocs   = 2
+	HostAllocs     = 3
+	Modules        = 4
 	CublasHandles  = 5
+	NvrtcPrograms  = 6
 	NonPrimaryCtxs = 7
 )
 
-// CUresult values the tests inject.
+// CUresult and cublasStatus_t values the tests inject.
 const (
-	CudaErrorUnknown       = 999
+	CudaErrorInvalidValue  = 1
+	CudaErrorOutOfMemory   = 2
+	CudaErrorNotFound      = 500
+	CudaErrorIllegalAddr   = 700
 	CudaErrorLaunchTimeout = 702
+	CudaErrorUnknown       = 999
+	CublasExecutionFailed  = 13
 )
 
 // GetDouble returns the control interface, or nil when the loaded
 // libcuda.so.1 is not the double.  Load the driver first (any tenferro
 // call that reaches it, e.g. DeviceCount).
 func GetDouble() *Double {
-	if sym("tfd_reset") == nil {
+	if !isDouble() {
 		return nil
 	}
 	return &Double{}
@@ -134,7 +256,8 @@ func (*Double) call(name string) unsafe.Pointer {
 // Reset forgets faults, counters and the call log (tfd_reset).
 func (d *Double) Reset() { C.ts_void(d.call("tfd_reset")) }
 
-// Fail makes calls nth .. nth+times-1 of entry return code (tfd_fail).
+// Fail makes calls nth .. nth+times-1 of entry return code (tfd_fail);
+// entry may be a cuBLAS or NVRTC name too.
 func (d *Double) Fail(entry string, nth uint64, code int, times uint64) {
 	centry := C.CString(entry)
 	defer C.free(unsafe.Pointer(centry))
@@ -156,12 +279,26 @@ func (d *Double) PrimaryRefcount(device int) int {
 	return int(C.ts_int_of_int(d.call("tfd_primary_refcount"), C.int(device)))
 }
 
-// CreateContext makes a non-primary context on device, not current.
-func (d *Double) CreateContext(device int) unsafe.Pointer {
-	return C.ts_ptr_of_int(d.call("tfd_create_context"), C.int(device))
+// SetAsyncPending: with on, events recorded from now on report not ready
+// until their stream or event is synchronized (tfd_set_async_pending).
+func (d *Double) SetAsyncPending(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.ts_void_of_int(d.call("tfd_set_async_pending"), C.int(v))
 }
 
-// DestroyContext destroys a context made by CreateContext.
-func (d *Double) DestroyContext(ctx unsafe.Pointer) {
-	C.ts_void_of_ptr(d.call("tfd_destroy_context"), ctx)
+// CompleteAll completes every pending event (tfd_complete_all).
+func (d *Double) CompleteAll() { C.ts_void(d.call("tfd_complete_all")) }
+
+// DeviceWrite writes device memory directly (tfd_device_write); false if
+// the range is not inside one live allocation.
+func (d *Double) DeviceWrite(dptr uint64, src []byte) bool {
+	return C.ts_device_rw(d.call("tfd_device_write"), C.uint64_t(dptr), unsafe.Pointer(&src[0]), C.size_t(len(src))) == 0
+}
+
+// DeviceRead reads device memory directly (tfd_device_read).
+func (d *Double) DeviceRead(dptr uint64, dst []byte) bool {
+	return C.ts_device_rw(d.call("tfd_device_read"), C.uint64_t(dptr), unsafe.Pointer(&dst[0]), C.size_t(len(dst))) == 0
 }

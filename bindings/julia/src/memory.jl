@@ -1,0 +1,219 @@
+# Device memory and transfers of Julia arrays.
+
+"""
+    DevicePtr(addr)
+
+An address of device memory (a `CUdeviceptr`).  A plain number: the garbage
+collector neither sees nor frees device memory.  `p + bytes` offsets it.
+"""
+struct DevicePtr
+    addr::UInt64
+end
+
+Base.:+(p::DevicePtr, bytes::Integer) = DevicePtr(p.addr + UInt64(bytes))
+Base.UInt64(p::DevicePtr) = p.addr
+Base.show(io::IO, p::DevicePtr) = print(io, "DevicePtr(0x", string(p.addr; base=16), ")")
+
+_bits(::Type{T}, op) where {T} = isbitstype(T) ||
+    throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op, "$T is not a bits type"))
+
+"""
+    alloc(rt, bytes) -> DevicePtr
+
+Allocate `bytes` of device memory on the runtime's device, in order on the
+current slot's stream (`tf_alloc`): from the device's memory pool where it
+has one (usable at once by later work on the slot; by other slots and the
+host after `synchronize` on it), else a plain cuMemAlloc.  0 bytes gives
+`DevicePtr(0)`.  Release it with [`free`](@ref).
+"""
+function alloc(rt::Runtime, bytes::Integer)
+    n = size_arg("tf_alloc", "bytes", bytes)
+    return DevicePtr(_query((p, out) -> L.tf_alloc(p, n, out), rt, "tf_alloc", UInt64))
+end
+
+"""
+    free(rt, p::DevicePtr)
+
+Release memory `alloc` returned, in order on the current slot's stream
+(`tf_free`): work queued earlier on this slot may still use it; work on
+other slots that uses it must be finished first.  `DevicePtr(0)` is a no-op.
+"""
+free(rt::Runtime, ptr::DevicePtr) = _with_ptr(p -> check(L.tf_free(p, ptr.addr)), rt, "tf_free")
+
+"""
+    upload!(rt, dst::DevicePtr, src::Array)
+
+Copy `src` to device memory at `dst`, in order on the current slot's stream
+(`tf_upload`).  `src` may be reused on return; later work on the same slot
+sees the data, other slots after `synchronize`.
+"""
+function upload!(rt::Runtime, dst::DevicePtr, src::Array{T}) where {T}
+    _bits(T, "tf_upload")
+    _with_ptr(p -> check(L.tf_upload(p, src, dst.addr, sizeof(src))), rt, "tf_upload")
+    return nothing
+end
+
+"""
+    download!(rt, dst::Array, src::DevicePtr) -> dst
+
+Copy `sizeof(dst)` bytes of device memory at `src` into `dst`, after the
+work queued on the current slot (`tf_download`).  Julia arrays are pageable
+memory: bulk downloads go through the library's pipelined staging.  After
+an error `dst` may be partly written.
+"""
+function download!(rt::Runtime, dst::Array{T}, src::DevicePtr) where {T}
+    _bits(T, "tf_download")
+    _with_ptr(p -> check(L.tf_download(p, src.addr, dst, sizeof(dst))), rt, "tf_download")
+    return dst
+end
+
+"""
+    download_scalar(T, rt, src::DevicePtr) -> T
+
+Read one value of bits type `T` (at most 16 bytes) from device memory after
+the work queued on the current slot, through the slot's page-locked staging
+(`tf_download_scalar`).
+"""
+function download_scalar(::Type{T}, rt::Runtime, src::DevicePtr) where {T}
+    _bits(T, "tf_download_scalar")
+    out = Ref{T}()
+    _with_ptr(rt, "tf_download_scalar") do p
+        check(L.tf_download_scalar(p, src.addr, out, sizeof(T)))
+    end
+    return out[]
+end
+
+"""
+    device_copy!(rt, dst::DevicePtr, src::DevicePtr, bytes)
+
+Copy `bytes` of device memory of the runtime's device, in order on the
+current slot's stream (`tf_copy`); the ranges must not overlap.
+"""
+function device_copy!(rt::Runtime, dst::DevicePtr, src::DevicePtr, bytes::Integer)
+    n = size_arg("tf_copy", "bytes", bytes)
+    _with_ptr(p -> check(L.tf_copy(p, src.addr, dst.addr, n)), rt, "tf_copy")
+    return nothing
+end
+
+"""
+    peer_copy_available(src_rt, dst_rt) -> Bool
+
+Whether copies from `src_rt`'s device to `dst_rt`'s run directly
+(`tf_peer_copy_available`); always true on one device.
+"""
+function peer_copy_available(src_rt::Runtime, dst_rt::Runtime)
+    _with_ptr(src_rt, "tf_peer_copy_available") do s
+        _with_ptr(dst_rt, "tf_peer_copy_available") do d
+            out = Ref{Int32}(0)
+            check(L.tf_peer_copy_available(s, d, out))
+            out[] != 0
+        end
+    end
+end
+
+"""
+    peer_copy!(dst_rt, dst::DevicePtr, src_rt, src::DevicePtr, bytes)
+
+Copy `bytes` from memory of `src_rt`'s device to memory of `dst_rt`'s
+device, in order on `src_rt`'s current slot stream (`tf_peer_copy`).
+`dst_rt`'s streams do not wait: `synchronize(src_rt)` from the same slot
+before work on `dst_rt` uses the data.
+"""
+function peer_copy!(dst_rt::Runtime, dst::DevicePtr, src_rt::Runtime, src::DevicePtr, bytes::Integer)
+    n = size_arg("tf_peer_copy", "bytes", bytes)
+    _with_ptr(src_rt, "tf_peer_copy") do s
+        _with_ptr(dst_rt, "tf_peer_copy") do d
+            check(L.tf_peer_copy(s, src.addr, d, dst.addr, n))
+        end
+    end
+    return nothing
+end
+
+"""
+    DeviceBuffer{T}(rt, n)
+    DeviceBuffer(rt, v::Vector{T})
+    DeviceBuffer{T}(f, rt, n); DeviceBuffer(f, rt, v)
+
+`n` elements of bits type `T` in device memory, allocated through `rt`
+(uninitialized, or holding a copy of `v`); its transfers go through `rt`
+(make it with a `bind_slot` runtime to order them with the task's other
+work on one stream).  Device memory is not garbage collected: call
+[`free`](@ref), or use the do-block forms, which free when `f(buf)`
+returns.  (A finalizer could free memory that work queued on another slot
+still uses, so there is none.)
+"""
+mutable struct DeviceBuffer{T}
+    rt::Runtime
+    ptr::DevicePtr
+    length::Int
+end
+
+function DeviceBuffer{T}(rt::Runtime, n::Integer) where {T}
+    _bits(T, "tf_alloc")
+    n >= 0 || throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "length $n is negative"))
+    return DeviceBuffer{T}(rt, alloc(rt, Int128(n) * sizeof(T)), Int(n))
+end
+
+function DeviceBuffer(rt::Runtime, v::Vector{T}) where {T}
+    b = DeviceBuffer{T}(rt, length(v))
+    try
+        upload!(b, v)
+    catch
+        free(b)
+        rethrow()
+    end
+    return b
+end
+
+function _freeing(f, b::DeviceBuffer)
+    try
+        return f(b)
+    finally
+        free(b)
+    end
+end
+
+DeviceBuffer{T}(f::Function, rt::Runtime, n::Integer) where {T} = _freeing(f, DeviceBuffer{T}(rt, n))
+DeviceBuffer(f::Function, rt::Runtime, v::Vector) = _freeing(f, DeviceBuffer(rt, v))
+
+Base.length(b::DeviceBuffer) = b.length
+Base.sizeof(b::DeviceBuffer{T}) where {T} = b.length * sizeof(T)
+Base.eltype(::Type{DeviceBuffer{T}}) where {T} = T
+Base.pointer(b::DeviceBuffer) = b.ptr
+
+"Copy `v` (at most `length(b)` elements) to the start of `b`."
+function upload!(b::DeviceBuffer{T}, v::Vector{T}) where {T}
+    length(v) <= b.length ||
+        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_upload",
+                            "$(length(v)) elements do not fit a buffer of $(b.length)"))
+    return upload!(b.rt, b.ptr, v)
+end
+
+"Copy the first `length(v)` elements of `b` into `v`."
+function download!(v::Vector{T}, b::DeviceBuffer{T}) where {T}
+    length(v) <= b.length ||
+        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                            "$(length(v)) elements are more than the buffer's $(b.length)"))
+    return download!(b.rt, v, b.ptr)
+end
+
+"The whole buffer downloaded into a new `Vector`."
+Base.Vector(b::DeviceBuffer{T}) where {T} = download!(Vector{T}(undef, b.length), b)
+Base.collect(b::DeviceBuffer) = Vector(b)
+
+"Copy `src` into `dst` on the device (`tf_copy`, through `dst`'s runtime)."
+function Base.copyto!(dst::DeviceBuffer{T}, src::DeviceBuffer{T}) where {T}
+    length(src) <= length(dst) ||
+        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_copy",
+                            "$(length(src)) elements do not fit a buffer of $(length(dst))"))
+    device_copy!(dst.rt, dst.ptr, src.ptr, sizeof(src))
+    return dst
+end
+
+"Release the buffer's memory through its runtime (`tf_free`); a second call does nothing."
+function free(b::DeviceBuffer)
+    b.ptr.addr == 0 && return nothing
+    free(b.rt, b.ptr)
+    b.ptr, b.length = DevicePtr(0), 0
+    return nothing
+end
