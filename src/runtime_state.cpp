@@ -62,6 +62,10 @@ tf_status RuntimeState::slot_stream(const char *op, int slot, CUstream *out) {
 void RuntimeState::note_fault() {
     const tf_error_info &e = current_error();
     if (e.status != TF_ERROR_DEVICE_FAULT) return;
+    // A refusal (no driver call named) repeats a fault some runtime already
+    // recorded, possibly another one: a peer copy to a faulted destination
+    // must not poison a healthy source.
+    if (e.call[0] == '\0') return;
     int expected = kFaultNone;
     if (!fault_phase_.compare_exchange_strong(expected, kFaultWriting)) return;
     fault_code_ = e.code;

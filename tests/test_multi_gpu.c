@@ -810,6 +810,34 @@ static void threads_use_both_devices(void **state) {
     }
 }
 
+/* A fault on the destination's device is the destination's: a peer copy to
+ * it is refused, and the healthy source runtime stays usable. */
+static int32_t noop(void *user_data) {
+    (void)user_data;
+    return 0;
+}
+
+static void fault_of_the_destination_leaves_the_source_usable(void **state) {
+    struct pair p;
+    uint64_t a = 0, b = 0;
+    void *stream = NULL;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    REQUIRE_DOUBLE();
+    open_pair(&p);
+    assert_ok(tf_alloc(p.rt[0], 256, &a));
+    assert_ok(tf_alloc(p.rt[1], 256, &b));
+    assert_ok(tf_runtime_stream(p.rt[1], &stream));
+    tfd()->tfd_poison_context(p.ctx[1], CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_failure(tf_runtime_sync(p.rt[1]), TF_ERROR_DEVICE_FAULT, "tf_runtime_sync", "(700)");
+    assert_failure(tf_peer_copy(p.rt[0], a, p.rt[1], b, 256), TF_ERROR_DEVICE_FAULT,
+                   "tf_peer_copy", "unusable");
+    assert_ok(tf_with_context(p.rt[0], noop, NULL));
+    assert_ok(tf_runtime_sync(p.rt[0]));
+    assert_ok(tf_free(p.rt[0], a));
+    close_pair(&p);
+}
+
 static const struct child_scenario scenarios[] = {
     {"discovery", child_discovery},
     {"device1_only", child_device1_only},
@@ -828,6 +856,7 @@ int main(void) {
         cmocka_unit_test_setup(peer_copy_is_ordered_after_source_work, test_reset),
         cmocka_unit_test_setup(peer_copy_without_direct_access_is_right, test_reset),
         cmocka_unit_test_setup(memory_of_the_other_device_is_refused, test_reset),
+        cmocka_unit_test_setup(fault_of_the_destination_leaves_the_source_usable, test_reset),
         cmocka_unit_test_setup(peer_copy_checks_the_destination_from_its_context, test_reset),
         cmocka_unit_test_setup(peer_access_is_set_up_again_for_a_new_destination_context,
                                test_reset),
