@@ -57,7 +57,7 @@ _Static_assert(offsetof(struct tf_device_properties, pci_device_id) == 308, "str
 _Static_assert(sizeof(((struct tf_device_properties *)0)->pci_device_id) == 4, "size of struct tf_device_properties.pci_device_id changed");
 
 /* struct tf_runtime_options */
-_Static_assert(sizeof(struct tf_runtime_options) == 24, "size of struct tf_runtime_options changed");
+_Static_assert(sizeof(struct tf_runtime_options) == 32, "size of struct tf_runtime_options changed");
 _Static_assert(_Alignof(struct tf_runtime_options) == 8, "alignment of struct tf_runtime_options changed");
 _Static_assert(offsetof(struct tf_runtime_options, struct_size) == 0, "struct tf_runtime_options.struct_size moved");
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->struct_size) == 4, "size of struct tf_runtime_options.struct_size changed");
@@ -69,6 +69,66 @@ _Static_assert(offsetof(struct tf_runtime_options, retirement_capacity) == 16, "
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->retirement_capacity) == 4, "size of struct tf_runtime_options.retirement_capacity changed");
 _Static_assert(offsetof(struct tf_runtime_options, flags) == 20, "struct tf_runtime_options.flags moved");
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->flags) == 4, "size of struct tf_runtime_options.flags changed");
+_Static_assert(offsetof(struct tf_runtime_options, download_threads) == 24, "struct tf_runtime_options.download_threads moved");
+_Static_assert(sizeof(((struct tf_runtime_options *)0)->download_threads) == 4, "size of struct tf_runtime_options.download_threads changed");
+_Static_assert(offsetof(struct tf_runtime_options, download_chunk_bytes) == 28, "struct tf_runtime_options.download_chunk_bytes moved");
+_Static_assert(sizeof(((struct tf_runtime_options *)0)->download_chunk_bytes) == 4, "size of struct tf_runtime_options.download_chunk_bytes changed");
+
+/* struct tf_retirement_stats */
+_Static_assert(sizeof(struct tf_retirement_stats) == 56, "size of struct tf_retirement_stats changed");
+_Static_assert(_Alignof(struct tf_retirement_stats) == 8, "alignment of struct tf_retirement_stats changed");
+_Static_assert(offsetof(struct tf_retirement_stats, struct_size) == 0, "struct tf_retirement_stats.struct_size moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->struct_size) == 4, "size of struct tf_retirement_stats.struct_size changed");
+_Static_assert(offsetof(struct tf_retirement_stats, capacity) == 4, "struct tf_retirement_stats.capacity moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->capacity) == 4, "size of struct tf_retirement_stats.capacity changed");
+_Static_assert(offsetof(struct tf_retirement_stats, deferred) == 8, "struct tf_retirement_stats.deferred moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->deferred) == 8, "size of struct tf_retirement_stats.deferred changed");
+_Static_assert(offsetof(struct tf_retirement_stats, released) == 16, "struct tf_retirement_stats.released moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->released) == 8, "size of struct tf_retirement_stats.released changed");
+_Static_assert(offsetof(struct tf_retirement_stats, barrier_fallbacks) == 24, "struct tf_retirement_stats.barrier_fallbacks moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->barrier_fallbacks) == 8, "size of struct tf_retirement_stats.barrier_fallbacks changed");
+_Static_assert(offsetof(struct tf_retirement_stats, leaked) == 32, "struct tf_retirement_stats.leaked moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->leaked) == 8, "size of struct tf_retirement_stats.leaked changed");
+_Static_assert(offsetof(struct tf_retirement_stats, in_flight) == 40, "struct tf_retirement_stats.in_flight moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->in_flight) == 8, "size of struct tf_retirement_stats.in_flight changed");
+_Static_assert(offsetof(struct tf_retirement_stats, max_in_flight) == 48, "struct tf_retirement_stats.max_in_flight moved");
+_Static_assert(sizeof(((struct tf_retirement_stats *)0)->max_in_flight) == 8, "size of struct tf_retirement_stats.max_in_flight changed");
+
+/* struct tf_launch_config */
+_Static_assert(sizeof(struct tf_launch_config) == 32, "size of struct tf_launch_config changed");
+_Static_assert(_Alignof(struct tf_launch_config) == 4, "alignment of struct tf_launch_config changed");
+_Static_assert(offsetof(struct tf_launch_config, struct_size) == 0, "struct tf_launch_config.struct_size moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->struct_size) == 4, "size of struct tf_launch_config.struct_size changed");
+_Static_assert(offsetof(struct tf_launch_config, grid_x) == 4, "struct tf_launch_config.grid_x moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->grid_x) == 4, "size of struct tf_launch_config.grid_x changed");
+_Static_assert(offsetof(struct tf_launch_config, grid_y) == 8, "struct tf_launch_config.grid_y moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->grid_y) == 4, "size of struct tf_launch_config.grid_y changed");
+_Static_assert(offsetof(struct tf_launch_config, grid_z) == 12, "struct tf_launch_config.grid_z moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->grid_z) == 4, "size of struct tf_launch_config.grid_z changed");
+_Static_assert(offsetof(struct tf_launch_config, block_x) == 16, "struct tf_launch_config.block_x moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->block_x) == 4, "size of struct tf_launch_config.block_x changed");
+_Static_assert(offsetof(struct tf_launch_config, block_y) == 20, "struct tf_launch_config.block_y moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->block_y) == 4, "size of struct tf_launch_config.block_y changed");
+_Static_assert(offsetof(struct tf_launch_config, block_z) == 24, "struct tf_launch_config.block_z moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->block_z) == 4, "size of struct tf_launch_config.block_z changed");
+_Static_assert(offsetof(struct tf_launch_config, shared_memory_bytes) == 28, "struct tf_launch_config.shared_memory_bytes moved");
+_Static_assert(sizeof(((struct tf_launch_config *)0)->shared_memory_bytes) == 4, "size of struct tf_launch_config.shared_memory_bytes changed");
+
+/* struct tf_compile_options */
+_Static_assert(sizeof(struct tf_compile_options) == 32, "size of struct tf_compile_options changed");
+_Static_assert(_Alignof(struct tf_compile_options) == 8, "alignment of struct tf_compile_options changed");
+_Static_assert(offsetof(struct tf_compile_options, struct_size) == 0, "struct tf_compile_options.struct_size moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->struct_size) == 4, "size of struct tf_compile_options.struct_size changed");
+_Static_assert(offsetof(struct tf_compile_options, target) == 4, "struct tf_compile_options.target moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->target) == 4, "size of struct tf_compile_options.target changed");
+_Static_assert(offsetof(struct tf_compile_options, arch) == 8, "struct tf_compile_options.arch moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->arch) == 4, "size of struct tf_compile_options.arch changed");
+_Static_assert(offsetof(struct tf_compile_options, option_count) == 12, "struct tf_compile_options.option_count moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->option_count) == 4, "size of struct tf_compile_options.option_count changed");
+_Static_assert(offsetof(struct tf_compile_options, options) == 16, "struct tf_compile_options.options moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->options) == 8, "size of struct tf_compile_options.options changed");
+_Static_assert(offsetof(struct tf_compile_options, name) == 24, "struct tf_compile_options.name moved");
+_Static_assert(sizeof(((struct tf_compile_options *)0)->name) == 8, "size of struct tf_compile_options.name changed");
 
 /* enum tf_status_code */
 _Static_assert(TF_OK == 0, "TF_OK was renumbered");
@@ -110,6 +170,14 @@ _Static_assert(TF_CAP_SAME_DEVICE_COPY == 4, "TF_CAP_SAME_DEVICE_COPY was renumb
 _Static_assert(TF_CAP_PEER_COPY == 5, "TF_CAP_PEER_COPY was renumbered");
 _Static_assert(TF_CAP_CUBLAS == 6, "TF_CAP_CUBLAS was renumbered");
 _Static_assert(TF_CAP_STREAM_ORDERED_ALLOC == 7, "TF_CAP_STREAM_ORDERED_ALLOC was renumbered");
+
+/* enum tf_cublas_pointer_mode */
+_Static_assert(TF_CUBLAS_POINTER_MODE_HOST == 0, "TF_CUBLAS_POINTER_MODE_HOST was renumbered");
+_Static_assert(TF_CUBLAS_POINTER_MODE_DEVICE == 1, "TF_CUBLAS_POINTER_MODE_DEVICE was renumbered");
+
+/* enum tf_compile_target */
+_Static_assert(TF_COMPILE_PTX == 0, "TF_COMPILE_PTX was renumbered");
+_Static_assert(TF_COMPILE_CUBIN == 1, "TF_COMPILE_CUBIN was renumbered");
 
 /* typedefs */
 _Static_assert(sizeof(tf_status) == 4, "size of tf_status changed");
