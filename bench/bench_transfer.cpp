@@ -211,10 +211,13 @@ void scalar_rows(Bench &b) {
                   "cost of cuPointerGetAttribute(DEVICE_ORDINAL) (the check, several devices)",
                   device, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
                   device <= 0.025 * raw_scalar);
+    // Only tf_download and tf_upload pay it (tf_download_scalar, the hot
+    // path, does not): it decides between the direct and the staged path and
+    // refuses device memory passed as host memory.
     bench::report("check_host_kind",
                   "cost of cuPointerGetAttribute(MEMORY_TYPE) on pageable memory (tf_download)",
-                  host, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
-                  host <= 0.025 * raw_scalar);
+                  host, "raw 4 B download", raw_scalar, "ns", "<= 0.2x a 4 B download",
+                  host <= 0.2 * raw_scalar);
     BENCH_CK(b.r.free_host(pin));
     ok(tf_free(b.rt, dev), "tf_free");
 }

@@ -541,7 +541,7 @@ typedef struct tf_runtime tf_runtime;
 /** Largest accepted tf_runtime_options::download_threads. */
 #define TF_MAX_DOWNLOAD_THREADS 64
 /** Default of tf_runtime_options::download_chunk_bytes (0 selects it). */
-#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t)8 << 20)
+#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t)16 << 20)
 /** Smallest accepted tf_runtime_options::download_chunk_bytes. */
 #define TF_MIN_DOWNLOAD_CHUNK_BYTES ((uint32_t)64 << 10)
 /** Largest accepted tf_runtime_options::download_chunk_bytes. */
@@ -1984,11 +1984,9 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
  * own pageable path: the device copies steps into the slot's page-locked
  * staging buffers while host threads copy earlier steps out in parallel
  * (tf_runtime_options::download_threads and
- * tf_runtime_options::download_chunk_bytes tune it).  Where a destination's
- * pages were never touched and the kernel offers MADV_POPULATE_WRITE (Linux
- * 5.14), the threads fault them in with it before copying; that never
- * changes memory's contents, also in the pages @p dst shares with its
- * neighbours.  Smaller pageable destinations use the driver's copy.  If the
+ * tf_runtime_options::download_chunk_bytes tune it); never-touched pages
+ * are faulted in by those threads in parallel as they copy.  Smaller
+ * pageable destinations use the driver's copy.  If the
  * operating system refuses to start a copy thread,
  * downloads use the threads that did start (at least the caller) and a
  * warning is logged once.

@@ -2,6 +2,8 @@
  * and releasing a runtime each time, and fails if the library is not really
  * unloaded or the resident memory keeps growing.  Built without linking the
  * library (that would pin it); run by tests/test_process_lifecycle.c. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,27 @@ static long resident_kib(void) {
     if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
     fclose(f);
     return resident * 4;
+}
+
+/* Holds device 0's primary context for the whole run, through the driver
+ * the library loads.  Otherwise every cycle's release would destroy the
+ * context and the next create it again, and the driver's own memory churn
+ * for that would be counted as the library's. */
+static int hold_primary_context(void) {
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    PFN_cuGetProcAddress_v12000 gpa;
+    PFN_cuInit_v2000 init;
+    PFN_cuDeviceGet_v2000 get;
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain;
+    CUdevice dev;
+    CUcontext ctx;
+    if (!cuda) return 1;
+    *(void **)&gpa = dlsym(cuda, "cuGetProcAddress_v2");
+    if (!gpa || gpa("cuInit", (void **)&init, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) ||
+        gpa("cuDeviceGet", (void **)&get, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) ||
+        gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 7000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL))
+        return 1;
+    return init(0) || get(&dev, 0) || retain(&ctx, dev);
 }
 
 /* Against the driver double, its call log (test bookkeeping) would grow with
@@ -69,6 +92,10 @@ int main(int argc, char **argv) {
     long after_warmup = 0, after_all;
     int i, cycles = argc > 2 ? atoi(argv[2]) : 100;
     if (argc < 2) return 2;
+    if (hold_primary_context() != 0) {
+        fprintf(stderr, "load_unload: cannot retain device 0's primary context\n");
+        return 1;
+    }
     for (i = 0; i < cycles; ++i) {
         if (cycle(argv[1], i == 0) != 0) return 1;
         if (i == 9) after_warmup = resident_kib();
