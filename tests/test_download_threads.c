@@ -60,7 +60,7 @@ static void download_with_threads_refused(int may_start, uint32_t threads, const
     assert_int_equal(count_copy_threads(), before + may_start);
     lib_free(rt, d);
     assert_ok(tf_runtime_release(rt));
-    assert_int_equal(count_copy_threads(), before);
+    assert_int_equal(copy_threads_settle(before), before);
     free(host);
 }
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "support/test_support.h"
 
@@ -110,5 +111,16 @@ int count_copy_threads(void) {
         fclose(f);
     }
     closedir(dir);
+    return n;
+}
+
+int copy_threads_settle(int expected) {
+    /* pthread_join returns once the thread's work is over, but the kernel
+     * may list the exiting task under /proc/self/task a little longer. */
+    int i, n = count_copy_threads();
+    for (i = 0; i < 1000 && n != expected; ++i) {
+        usleep(1000);
+        n = count_copy_threads();
+    }
     return n;
 }

@@ -34,5 +34,8 @@ void queue_memset(tf_runtime *rt, uint64_t dst, unsigned char value, size_t n);
 
 /* Threads of this process named "tf-download" (the runtimes' copy threads). */
 int count_copy_threads(void);
+/* count_copy_threads() once it equals `expected`, or after 1 s: a joined
+ * thread can stay listed briefly while the kernel finishes its exit. */
+int copy_threads_settle(int expected);
 
 #endif
