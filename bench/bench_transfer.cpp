@@ -175,6 +175,8 @@ void scalar_rows(Bench &b) {
     bench::report("scalar_4B", "tf_download_scalar 4 B, primary context current", l,
                   "cuMemcpyDtoHAsync to pinned + cuStreamSynchronize", r, "ns", "<= 1.05x raw",
                   l <= 1.05 * r);
+    std::printf("COMPARE|scalar_4B_vs_torch|tf_download_scalar 4 B vs torch x.item()|scalar_4B|"
+                "torch_item_4B|0.7\n");
     const double raw_scalar = r;
     // A caller with no current context: the raw equivalent switches too.
     BENCH_CK(b.r.set_current(nullptr));
