@@ -150,39 +150,34 @@ static void partial_activation_is_rolled_back(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
-/* Restore failures are logged, never returned. */
-static void restore_failure_goes_to_the_log(void **state) {
+/* Restore failures are logged, never returned; outside teardown even a
+ * deinitialized driver's refusal is told, since the caller's thread really
+ * is left elsewhere. */
+static void check_restore_failure_is_logged(int code, const char *fragment) {
     struct seen s = {0};
     const char *log;
     tf_runtime *rt = new_runtime();
-    (void)state;
-    REQUIRE_DOUBLE();
-    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_UNKNOWN, 1);
+    INJECT("cuCtxSetCurrent", 2, code, 1);
     log_capture_start();
     assert_ok(tf_with_context(rt, record_context, &s));
     log = log_capture_stop();
     assert_int_equal(s.calls, 1);
     assert_non_null(strstr(log, "tf_with_context: failed to restore the caller's CUDA context"));
-    assert_non_null(strstr(log, "CUDA_ERROR_UNKNOWN (999)"));
+    assert_non_null(strstr(log, fragment));
     raw_set_current_context(NULL);
     assert_ok(tf_runtime_release(rt));
 }
 
-/* Outside teardown even a deinitialized driver's refusal to restore is told:
- * the caller's thread really is left elsewhere. */
-static void restore_failure_on_deinit_is_still_logged(void **state) {
-    struct seen s = {0};
-    const char *log;
-    tf_runtime *rt = new_runtime();
+static void restore_failure_goes_to_the_log(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
-    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_DEINITIALIZED, 1);
-    log_capture_start();
-    assert_ok(tf_with_context(rt, record_context, &s));
-    log = log_capture_stop();
-    assert_non_null(strstr(log, "CUDA_ERROR_DEINITIALIZED (4)"));
-    raw_set_current_context(NULL);
-    assert_ok(tf_runtime_release(rt));
+    check_restore_failure_is_logged(CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN (999)");
+}
+
+static void restore_failure_on_deinit_is_still_logged(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    check_restore_failure_is_logged(CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED (4)");
 }
 
 struct nest {
