@@ -20,6 +20,14 @@ static CUresult find_event(CUevent event, const Context &cur, Event **out)
     return CUDA_SUCCESS;
 }
 
+// An event of the calling thread's current context (the prelude of every
+// event call): the current context in *cur, the event in *out.
+static CUresult current_event(CUevent event, Context **cur, Event **out)
+{
+    CUresult rc = need_context(cur);
+    return rc != CUDA_SUCCESS ? rc : find_event(event, **cur, out);
+}
+
 static CUresult stream_create(CUstream *ph, unsigned int flags)
 {
     Context *cur = nullptr;
@@ -122,11 +130,8 @@ static CUresult event_create(CUevent *ph, unsigned int flags)
 static CUresult event_destroy(CUevent event)
 {
     Context *cur = nullptr;
-    CUresult rc = need_context(&cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
     Event *e = nullptr;
-    rc = find_event(event, *cur, &e);
+    CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
     State &s = state();
@@ -138,11 +143,8 @@ static CUresult event_destroy(CUevent event)
 static CUresult event_record(CUevent event, CUstream stream)
 {
     Context *cur = nullptr;
-    CUresult rc = need_context(&cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
     Event *e = nullptr;
-    rc = find_event(event, *cur, &e);
+    CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t key = 0;
@@ -157,11 +159,8 @@ static CUresult event_record(CUevent event, CUstream stream)
 static CUresult event_query(CUevent event)
 {
     Context *cur = nullptr;
-    CUresult rc = need_context(&cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
     Event *e = nullptr;
-    rc = find_event(event, *cur, &e);
+    CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
     return e->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
@@ -170,11 +169,8 @@ static CUresult event_query(CUevent event)
 static CUresult event_synchronize(CUevent event)
 {
     Context *cur = nullptr;
-    CUresult rc = need_context(&cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
     Event *e = nullptr;
-    rc = find_event(event, *cur, &e);
+    CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
     e->pending = false;
