@@ -44,10 +44,6 @@ Raw load_raw() {
 
 constexpr size_t MiB = size_t(1) << 20;
 
-void ok(tf_status st, const char *what) {
-    if (st != TF_OK) bench::die(what);
-}
-
 // One runtime per device, each with its primary context, a buffer of the
 // largest size and the baseline's own stream.
 struct Device {
@@ -66,16 +62,16 @@ struct Bench {
 
 void open_device(Bench &b, int d, size_t bytes) {
     Device &x = b.dev[d];
-    ok(tf_runtime_new(d, &x.rt), "tf_runtime_new");
+    bench::ok(tf_runtime_new(d, &x.rt), "tf_runtime_new");
     void *ctx = nullptr;
-    ok(tf_runtime_primary_context(x.rt, &ctx), "tf_runtime_primary_context");
+    bench::ok(tf_runtime_primary_context(x.rt, &ctx), "tf_runtime_primary_context");
     x.ctx = static_cast<CUcontext>(ctx);
     tf_device_properties p;
     tf_device_properties_init(&p, sizeof p);
-    ok(tf_runtime_device_info(x.rt, &p), "tf_runtime_device_info");
+    bench::ok(tf_runtime_device_info(x.rt, &p), "tf_runtime_device_info");
     x.name = p.name;
-    ok(tf_alloc(x.rt, bytes, &x.buf), "tf_alloc");
-    ok(tf_runtime_sync(x.rt), "tf_runtime_sync");
+    bench::ok(tf_alloc(x.rt, bytes, &x.buf), "tf_alloc");
+    bench::ok(tf_runtime_sync(x.rt), "tf_runtime_sync");
     BENCH_CK(b.r.set_current(x.ctx));
     BENCH_CK(b.r.stream_create(&x.s, CU_STREAM_NON_BLOCKING));
 }
@@ -83,7 +79,7 @@ void open_device(Bench &b, int d, size_t bytes) {
 // The baseline's peer access, the same the library sets up for itself.
 void enable_peer_access(Bench &b, int s) {
     int32_t yes = 0;
-    ok(tf_peer_copy_available(b.dev[s].rt, b.dev[1 - s].rt, &yes), "tf_peer_copy_available");
+    bench::ok(tf_peer_copy_available(b.dev[s].rt, b.dev[1 - s].rt, &yes), "tf_peer_copy_available");
     b.direct[s] = yes;
     if (!yes) return;
     BENCH_CK(b.r.set_current(b.dev[s].ctx));
@@ -95,8 +91,8 @@ void copy_rows(Bench &b, int s, size_t n) {
     Device &from = b.dev[s], &to = b.dev[1 - s];
     BENCH_CK(b.r.set_current(from.ctx));
     auto lib = [&] {
-        ok(tf_peer_copy(from.rt, from.buf, to.rt, to.buf, n), "tf_peer_copy");
-        ok(tf_runtime_sync(from.rt), "tf_runtime_sync");
+        bench::ok(tf_peer_copy(from.rt, from.buf, to.rt, to.buf, n), "tf_peer_copy");
+        bench::ok(tf_runtime_sync(from.rt), "tf_runtime_sync");
     };
     auto raw = [&] {
         BENCH_CK(b.r.copy_peer(to.buf, to.ctx, from.buf, from.ctx, n, from.s));
@@ -160,7 +156,7 @@ int main(int argc, char **argv) {
         BENCH_CK(b.r.set_current(b.dev[d].ctx));
         BENCH_CK(b.r.stream_destroy(b.dev[d].s));
         BENCH_CK(b.r.set_current(nullptr));
-        ok(tf_free(b.dev[d].rt, b.dev[d].buf), "tf_free");
+        bench::ok(tf_free(b.dev[d].rt, b.dev[d].buf), "tf_free");
     }
     for (int d = 0; d < 2; ++d) tf_runtime_release(b.dev[d].rt);
     return 0;

@@ -67,10 +67,6 @@ struct Bench {
     CUstream s = nullptr;  // the baselines' own stream in the primary context
 };
 
-void ok(tf_status st, const char *what) {
-    if (st != TF_OK) bench::die(what);
-}
-
 // Never-touched anonymous memory: the first write faults every page in.
 struct Fresh {
     explicit Fresh(size_t n) : bytes(n) {
@@ -105,7 +101,7 @@ void fresh_medians(Bench &b, uint64_t dev, size_t n, int reps, tf_runtime *rt, d
     for (int i = 0; i < reps; ++i) {
         {
             Fresh f(n);
-            vl.push_back(once_ns([&] { ok(tf_download(rt, dev, f.p, n), "tf_download fresh"); }));
+            vl.push_back(once_ns([&] { bench::ok(tf_download(rt, dev, f.p, n), "tf_download fresh"); }));
         }
         if (!raw) continue;
         Fresh g(n);
@@ -128,7 +124,7 @@ std::string file_line(const char *path) {
 void describe(Bench &b) {
     tf_device_properties p;
     tf_device_properties_init(&p, sizeof p);
-    ok(tf_runtime_device_info(b.rt, &p), "tf_runtime_device_info");
+    bench::ok(tf_runtime_device_info(b.rt, &p), "tf_runtime_device_info");
     int driver = 0;
     b.r.driver_version(&driver);
     bench::info("device", p.name);
@@ -138,8 +134,8 @@ void describe(Bench &b) {
     // What the address check sees for pool and plain allocations: whether
     // the driver reports the allocation itself or a larger pool chunk.
     uint64_t pooled = 0;
-    ok(tf_alloc(b.rt, 1000, &pooled), "tf_alloc");
-    ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
+    bench::ok(tf_alloc(b.rt, 1000, &pooled), "tf_alloc");
+    bench::ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
     CUdeviceptr plain = 0, base = 0;
     size_t size = 0;
     BENCH_CK(b.r.mem_alloc(&plain, 1000));
@@ -153,13 +149,13 @@ void describe(Bench &b) {
         bench::info(p2 == pooled ? "range_of_tf_alloc" : "range_of_cuMemAlloc", line);
     }
     BENCH_CK(b.r.mem_free(plain));
-    ok(tf_free(b.rt, pooled), "tf_free");
+    bench::ok(tf_free(b.rt, pooled), "tf_free");
 }
 
 void scalar_rows(Bench &b) {
     uint64_t dev = 0;
-    ok(tf_alloc(b.rt, 64, &dev), "tf_alloc");
-    ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
+    bench::ok(tf_alloc(b.rt, 64, &dev), "tf_alloc");
+    bench::ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
     void *pin = nullptr;
     BENCH_CK(b.r.host_alloc(&pin, 16, 0));
     uint32_t v = 0;
@@ -168,7 +164,7 @@ void scalar_rows(Bench &b) {
         b.r.dtoh(pin, dev, 4, b.s);
         b.r.stream_sync(b.s);
     };
-    ok(tf_download_scalar(b.rt, dev, &v, 4), "tf_download_scalar");
+    bench::ok(tf_download_scalar(b.rt, dev, &v, 4), "tf_download_scalar");
     const int iters = 20000, reps = 9;
     double l = 0, r = 0;
     bench::paired_median_ns(iters, reps, lib, raw, &l, &r);
@@ -221,7 +217,7 @@ void scalar_rows(Bench &b) {
                   host, "raw 4 B download", raw_scalar, "ns", "<= 0.2x a 4 B download",
                   host <= 0.2 * raw_scalar);
     BENCH_CK(b.r.free_host(pin));
-    ok(tf_free(b.rt, dev), "tf_free");
+    bench::ok(tf_free(b.rt, dev), "tf_free");
 }
 
 void report_bandwidth(const char *kind, size_t n, double lib_ns, double raw_ns, const char *what,
@@ -238,14 +234,14 @@ void bulk_rows(Bench &b, size_t n) {
     const int iters = n <= MiB ? 50 : n <= 4 * MiB ? 20 : n <= 16 * MiB ? 8 : n <= 64 * MiB ? 3 : 1;
     const int reps = n >= 1024 * MiB ? 5 : 7;
     uint64_t dev = 0;
-    ok(tf_alloc(b.rt, n, &dev), "tf_alloc");
-    ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
+    bench::ok(tf_alloc(b.rt, n, &dev), "tf_alloc");
+    bench::ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
     void *pin = nullptr;
     BENCH_CK(b.r.host_alloc(&pin, n, 0));
     char *page = static_cast<char *>(std::malloc(n));
     std::memset(page, 1, n);
-    ok(tf_download(b.rt, dev, pin, n), "tf_download pinned");
-    ok(tf_download(b.rt, dev, page, n), "tf_download pageable");  // staging, threads
+    bench::ok(tf_download(b.rt, dev, pin, n), "tf_download pinned");
+    bench::ok(tf_download(b.rt, dev, page, n), "tf_download pageable");  // staging, threads
     double l = 0, r = 0;
     auto raw_into = [&](void *dst) {
         return [&b, dst, dev, n] {
@@ -265,15 +261,15 @@ void bulk_rows(Bench &b, size_t n) {
                      "cuMemcpyDtoHAsync + sync (driver's pageable path)", 3);
     std::free(page);
     BENCH_CK(b.r.free_host(pin));
-    ok(tf_free(b.rt, dev), "tf_free");
+    bench::ok(tf_free(b.rt, dev), "tf_free");
 }
 
 // Pageable downloads of n bytes for a grid of options; the lead picks the
 // defaults from these lines.
 void sweep(Bench &b, size_t n) {
     uint64_t dev = 0;
-    ok(tf_alloc(b.rt, n, &dev), "tf_alloc");
-    ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
+    bench::ok(tf_alloc(b.rt, n, &dev), "tf_alloc");
+    bench::ok(tf_runtime_sync(b.rt), "tf_runtime_sync");
     char *page = static_cast<char *>(std::malloc(n));
     std::memset(page, 1, n);
     std::vector<double> vt;
@@ -293,11 +289,11 @@ void sweep(Bench &b, size_t n) {
             o.download_threads = threads;
             o.download_chunk_bytes = chunk_mib << 20;
             tf_runtime *rt = nullptr;
-            ok(tf_runtime_new_with_options(0, &o, &rt), "tf_runtime_new_with_options");
-            ok(tf_download(rt, dev, page, n), "tf_download");  // staging, threads
+            bench::ok(tf_runtime_new_with_options(0, &o, &rt), "tf_runtime_new_with_options");
+            bench::ok(tf_download(rt, dev, page, n), "tf_download");  // staging, threads
             std::vector<double> v;
             for (int i = 0; i < 5; ++i)
-                v.push_back(once_ns([&] { ok(tf_download(rt, dev, page, n), "tf_download"); }));
+                v.push_back(once_ns([&] { bench::ok(tf_download(rt, dev, page, n), "tf_download"); }));
             fresh_medians(b, dev, n, 3, rt, &fl, nullptr);
             std::printf("SWEEP|%u|%u|%.2f|%.2f\n", threads, chunk_mib << 20, n / median(v),
                         n / fl);
@@ -306,7 +302,7 @@ void sweep(Bench &b, size_t n) {
         }
     }
     std::free(page);
-    ok(tf_free(b.rt, dev), "tf_free");
+    bench::ok(tf_free(b.rt, dev), "tf_free");
 }
 
 }  // namespace
@@ -326,9 +322,9 @@ int main(int argc, char **argv) {
     }
     Bench b;
     b.r = load_raw();
-    ok(tf_runtime_new(0, &b.rt), "tf_runtime_new");
+    bench::ok(tf_runtime_new(0, &b.rt), "tf_runtime_new");
     void *primary = nullptr;
-    ok(tf_runtime_primary_context(b.rt, &primary), "tf_runtime_primary_context");
+    bench::ok(tf_runtime_primary_context(b.rt, &primary), "tf_runtime_primary_context");
     b.primary = static_cast<CUcontext>(primary);
     BENCH_CK(b.r.set_current(b.primary));
     BENCH_CK(b.r.stream_create(&b.s, CU_STREAM_NON_BLOCKING));

@@ -59,6 +59,11 @@ void paired_median_ns(int iters, int reps, A &&a, B &&b, double *ma, double *mb)
     std::exit(1);
 }
 
+// A library call that must succeed for the measurement to mean anything.
+inline void ok(tf_status st, const char *what) {
+    if (st != TF_OK) die(what);
+}
+
 #define BENCH_CK(x)                                                                   \
     do {                                                                              \
         CUresult r_ = (x);                                                            \
