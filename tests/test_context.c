@@ -115,16 +115,20 @@ static void get_current_failure_skips_the_callback(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
-static void activation_failure_leaves_caller_context(void **state) {
+/* A failed activation never runs the callback and leaves the caller in its
+ * own context: whether cuCtxSetCurrent changed nothing (`after` 0) or
+ * switched and still reported failure (`after` 1, rolled back). */
+static void check_failed_activation(int after, int code, const char *fragment) {
     struct seen s = {0};
     tf_runtime *rt = new_runtime();
     void *other = raw_create_context();
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(other);
-    INJECT("cuCtxSetCurrent", 1, CUDA_ERROR_INVALID_CONTEXT, 1);
+    if (after)
+        INJECT_AFTER("cuCtxSetCurrent", 1, code, 1);
+    else
+        INJECT("cuCtxSetCurrent", 1, code, 1);
     assert_failure(tf_with_context(rt, record_context, &s), TF_ERROR_CUDA, "tf_with_context",
-                   "cuCtxSetCurrent failed", "(201)");
+                   "cuCtxSetCurrent failed", fragment);
     assert_int_equal(s.calls, 0);
     assert_ptr_equal(raw_current_context(), other);
     raw_set_current_context(NULL);
@@ -132,22 +136,16 @@ static void activation_failure_leaves_caller_context(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
-/* A cuCtxSetCurrent that switched and still reported failure is undone. */
-static void partial_activation_is_rolled_back(void **state) {
-    struct seen s = {0};
-    tf_runtime *rt = new_runtime();
-    void *other = raw_create_context();
+static void activation_failure_leaves_caller_context(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
-    raw_set_current_context(other);
-    INJECT_AFTER("cuCtxSetCurrent", 1, CUDA_ERROR_UNKNOWN, 1);
-    assert_failure(tf_with_context(rt, record_context, &s), TF_ERROR_CUDA, "tf_with_context",
-                   "cuCtxSetCurrent failed");
-    assert_int_equal(s.calls, 0);
-    assert_ptr_equal(raw_current_context(), other);
-    raw_set_current_context(NULL);
-    raw_destroy_context(other);
-    assert_ok(tf_runtime_release(rt));
+    check_failed_activation(0, CUDA_ERROR_INVALID_CONTEXT, "(201)");
+}
+
+static void partial_activation_is_rolled_back(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    check_failed_activation(1, CUDA_ERROR_UNKNOWN, "(999)");
 }
 
 /* Restore failures are logged, never returned; outside teardown even a
