@@ -78,14 +78,14 @@ $(BUILD)/obj $(BUILD)/lib $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench:
 -include $(LIB_OBJS:.o=.d)
 
 # ---- dependencies ----------------------------------------------------------
-# Debian packages the tests and tools need.  tools/ensure-debs installs the
+# Debian packages the tests and tools need.  tools/build/ensure-debs installs the
 # missing ones when it can (root or password-less sudo), else prints the exact
 # command and fails.
 # mk/*.mk fragments append what their checks need.
 DEBS_CHECK := libcmocka-dev pkg-config valgrind
 .PHONY: deps
 deps:
-	@tools/ensure-debs $(DEBS_CHECK)
+	@tools/build/ensure-debs $(DEBS_CHECK)
 
 # ---- the CUDA driver double --------------------------------------------------
 DOUBLE_DIR := $(BUILD)/double
@@ -132,7 +132,7 @@ tests: lib double $(TEST_BINS) $(HELPER_BINS)
 # Every suite against the double; the double's folder goes first on the
 # library path, exactly where a real libcuda.so.1 would be found.
 check-suites: tests
-	@tools/run-suites --double $(DOUBLE_DIR) $(TEST_BINS)
+	@tools/test/run-suites --double $(DOUBLE_DIR) $(TEST_BINS)
 
 # Fragments in mk/ (one per concern: bindings, ABI gate, docs, ...) add
 # their own targets and append them to CHECK_TARGETS; `make check` runs each
@@ -142,7 +142,7 @@ CHECK_TARGETS :=
 # An uninstalled .pc for the build tree (the library from $(BUILD)/lib, the
 # header from include/): the bindings' builds find the library through it.
 PC_UNINSTALLED := $(BUILD)/pkgconfig/tenferro_gpu.pc
-$(PC_UNINSTALLED): pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
+$(PC_UNINSTALLED): packaging/pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(abspath .)|g' -e 's|@LIBDIR@|$(abspath $(BUILD))/lib|g' \
 	    -e 's|@INCLUDEDIR@|$(abspath include)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
@@ -159,12 +159,12 @@ check: deps
 # The same suites against the real driver: tests that need fault injection
 # skip.  Run on a GPU machine.
 check-gpu: tests
-	@tools/run-suites --gpu $(TEST_BINS)
+	@tools/test/run-suites --gpu $(TEST_BINS)
 
 # ---- static checks of the build itself ---------------------------------------
 .PHONY: check-static
 check-static: lib
-	@tools/check-library $(LIB) $(SONAME) $(VERSION)
+	@tools/ci/check-library $(LIB) $(SONAME) $(VERSION)
 
 # ---- examples and benchmarks -----------------------------------------------
 EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
@@ -188,13 +188,13 @@ $(BUILD)/bench/%: bench/%.cpp bench/*.h $(LIB_LINKS) | $(BUILD)/bench
 bench-build: $(BENCH_BINS)
 # Writes docs/benchmarks.md from the measurements (GPU machine).
 bench: bench-build
-	@tools/run-bench $(BUILD)/bench docs/benchmarks.md
+	@tools/gpu/run-bench $(BUILD)/bench docs/benchmarks.md
 
 # ---- install -------------------------------------------------------------
 .PHONY: install uninstall
 # Rewritten on every install whose PREFIX, LIBDIR or INCLUDEDIR differ from
 # the last one (a file rule alone would install a stale prefix).
-$(BUILD)/tenferro_gpu.pc: pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h FORCE
+$(BUILD)/tenferro_gpu.pc: packaging/pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h FORCE
 	@mkdir -p $(dir $@)
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@.new
@@ -222,7 +222,7 @@ asan: deps
 tsan: deps
 	$(MAKE) --no-print-directory BUILD=build/tsan SANITIZE=thread OPT=-O1 check-suites
 valgrind: deps tests
-	@tools/run-suites --double $(DOUBLE_DIR) --valgrind $(TEST_BINS)
+	@tools/test/run-suites --double $(DOUBLE_DIR) --valgrind $(TEST_BINS)
 
 .PHONY: clean
 clean:

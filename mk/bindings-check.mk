@@ -7,7 +7,7 @@ DEBS_CHECK += python3
 
 .PHONY: check-bindings
 check-bindings:
-	@tools/check-bindings-selftest
-	@tools/check-bindings
+	@tools/ci/check-bindings-selftest
+	@tools/ci/check-bindings
 
 CHECK_TARGETS += check-bindings
