@@ -10,6 +10,13 @@
 #   make docs            the API reference and guides (Doxygen), warnings are errors
 #   make abi-baseline    bump abi/ to the ABI as built, on purpose (docs/abi-stability.md)
 #
+# Variables, from the environment or the command line:
+#   CC, CXX              compilers (gcc and g++ unless named)
+#   CPPFLAGS, CFLAGS, CXXFLAGS, LDFLAGS
+#                        a packager's flags, after the project's own in every
+#                        compile and link (dpkg-buildflags' hardening flags apply)
+#   WERROR=1             warnings are errors (CI)
+#
 # CUDA is used at build time for its headers only (CUDA_HOME).  Nothing links
 # against libcuda, libcudart or libcublas; the library loads them at run time.
 
@@ -34,16 +41,31 @@ VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 SONAME := libtenferro_gpu.so.$(VERSION_MAJOR)
 LIB_REAL := libtenferro_gpu.so.$(VERSION)
 
-CXX := g++
+# ---- toolchain and the packager's flags ---------------------------------------
+# gcc and g++ unless the environment or the command line names others (make's
+# own default, CC=cc, does not count as a choice).
+ifeq ($(origin CC),default)
 CC := gcc
+endif
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+# CPPFLAGS, CFLAGS, CXXFLAGS and LDFLAGS (from the environment or the command
+# line; empty here) come after the project's own flags in every compile and
+# link of the library, the double, the tests, examples and benchmarks, so a
+# packager's optimization, debug and hardening flags win.
 # SANITIZE=address,undefined or SANITIZE=thread builds every object with it.
 SANITIZE ?=
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
 OPT ?= -O2
-WARN := -Wall -Wextra -Wpedantic -Werror
+# WERROR=1 (CI) turns warnings into errors.
+WERROR ?= 0
+WARN := -Wall -Wextra -Wpedantic $(if $(filter 1,$(WERROR)),-Werror)
 
+# -iquote src: a source in a layer folder names another's header from src/
+# ("runtime/x.h"); a header beside it is found first, as always.
 LIB_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden \
-  -fvisibility-inlines-hidden -Iinclude -isystem $(CUDA_HOME)/include \
+  -fvisibility-inlines-hidden -Iinclude -iquote src -isystem $(CUDA_HOME)/include \
   -MMD -MP $(SAN_FLAGS)
 # -z defs: every symbol resolved at link time.  A fuzzing build (clang's
 # sanitizer runtimes live in the executable) turns it off with LIB_DEFS=.
@@ -52,7 +74,8 @@ LIB_LDFLAGS := -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/tenferro_g
   $(LIB_DEFS) -Wl,-z,relro -Wl,-z,now $(SAN_FLAGS)
 LIB_LIBS := -ldl -lpthread
 
-LIB_SRCS := $(sort $(wildcard src/*.cpp))
+# src/*.cpp and src/<layer>/**/*.cpp; objects mirror the folders under $(BUILD)/obj.
+LIB_SRCS := $(sort $(shell find src -name '*.cpp'))
 LIB_OBJS := $(LIB_SRCS:src/%.cpp=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/$(LIB_REAL)
 LIB_LINKS := $(BUILD)/lib/$(SONAME) $(BUILD)/lib/libtenferro_gpu.so
@@ -61,18 +84,19 @@ LIB_LINKS := $(BUILD)/lib/$(SONAME) $(BUILD)/lib/libtenferro_gpu.so
 all: lib
 lib: $(LIB) $(LIB_LINKS)
 
-$(BUILD)/obj/%.o: src/%.cpp | $(BUILD)/obj
-	$(CXX) $(LIB_CXXFLAGS) -c $< -o $@
+$(BUILD)/obj/%.o: src/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(LIB_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS) src/tenferro_gpu.map | $(BUILD)/lib
-	$(CXX) $(LIB_LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+	$(CXX) $(LIB_LDFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 $(BUILD)/lib/$(SONAME): $(LIB)
 	ln -sf $(LIB_REAL) $@
 $(BUILD)/lib/libtenferro_gpu.so: $(LIB)
 	ln -sf $(LIB_REAL) $@
 
-$(BUILD)/obj $(BUILD)/lib $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench:
+$(BUILD)/lib $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench:
 	mkdir -p $@
 
 -include $(LIB_OBJS:.o=.d)
@@ -112,11 +136,13 @@ TEST_BINS := $(TEST_C_SRCS:tests/%.c=$(BUILD)/tests/%) $(TEST_CXX_SRCS:tests/%.c
 
 $(BUILD)/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(TEST_CFLAGS) $(CMOCKA_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJS) $(LIB_LINKS) | $(BUILD)/tests
-	$(CC) $(TEST_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP $< $(SUPPORT_OBJS) -o $@ $(TEST_LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) $(CMOCKA_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(SUPPORT_OBJS) -o $@ \
+	  $(TEST_LDFLAGS) $(LDFLAGS) $(TEST_LIBS)
 $(BUILD)/tests/%: tests/%.cpp $(SUPPORT_OBJS) $(LIB_LINKS) | $(BUILD)/tests
-	$(CXX) $(TEST_CXXFLAGS) $(CMOCKA_CFLAGS) -MMD -MP $< $(SUPPORT_OBJS) -o $@ $(TEST_LDFLAGS) $(TEST_LIBS)
+	$(CXX) $(TEST_CXXFLAGS) $(CMOCKA_CFLAGS) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP $< $(SUPPORT_OBJS) -o $@ \
+	  $(TEST_LDFLAGS) $(LDFLAGS) $(TEST_LIBS)
 -include $(SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d)
 
 # Helper programs the suites spawn; they do not link the library.
@@ -124,7 +150,7 @@ HELPER_SRCS := $(sort $(wildcard tests/helpers/*.c))
 HELPER_BINS := $(HELPER_SRCS:tests/%.c=$(BUILD)/tests/%)
 $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $< -o $@ -ldl
+	$(CC) $(TEST_CFLAGS) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS) -ldl
 
 .PHONY: tests check check-suites check-gpu
 tests: lib double $(TEST_BINS) $(HELPER_BINS)
@@ -171,7 +197,8 @@ EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 EXAMPLE_CFLAGS := -std=c99 $(OPT) -g $(WARN) -Iinclude
 $(BUILD)/examples/%: examples/%.c $(LIB_LINKS) | $(BUILD)/examples
-	$(CC) $(EXAMPLE_CFLAGS) $< -o $@ -L$(BUILD)/lib -Wl,-rpath,'$$ORIGIN/../lib' -ltenferro_gpu
+	$(CC) $(EXAMPLE_CFLAGS) $(CPPFLAGS) $(CFLAGS) $< -o $@ -L$(BUILD)/lib -Wl,-rpath,'$$ORIGIN/../lib' \
+	  $(LDFLAGS) -ltenferro_gpu
 
 .PHONY: examples run-example
 examples: $(EXAMPLE_BINS)
@@ -182,7 +209,8 @@ BENCH_SRCS := $(sort $(wildcard bench/*.cpp))
 BENCH_BINS := $(BENCH_SRCS:bench/%.cpp=$(BUILD)/bench/%)
 BENCH_CXXFLAGS := -std=c++17 -O2 -g $(WARN) -Iinclude -isystem $(CUDA_HOME)/include -pthread
 $(BUILD)/bench/%: bench/%.cpp bench/*.h $(LIB_LINKS) | $(BUILD)/bench
-	$(CXX) $(BENCH_CXXFLAGS) $< -o $@ -L$(BUILD)/lib -Wl,-rpath,'$$ORIGIN/../lib' -ltenferro_gpu -ldl
+	$(CXX) $(BENCH_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS) $< -o $@ -L$(BUILD)/lib \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS) -ltenferro_gpu -ldl
 
 .PHONY: bench bench-build
 bench-build: $(BENCH_BINS)

@@ -25,7 +25,7 @@ bench-transfer-sweep: bench-build
 # library: the plan it sweeps (src/download_plan.h) is internal.
 TUNE_DOWNLOAD := $(BUILD)/bench/tune_download
 $(TUNE_DOWNLOAD): bench/tune_download.cpp bench/bench_util.h $(LIB_OBJS) | $(BUILD)/bench
-	$(CXX) $(BENCH_CXXFLAGS) -Isrc $< $(LIB_OBJS) -o $@ -ldl -lpthread
+	$(CXX) $(BENCH_CXXFLAGS) -Isrc $(CPPFLAGS) $(CXXFLAGS) $< $(LIB_OBJS) -o $@ $(LDFLAGS) -ldl -lpthread
 
 .PHONY: tune-download tune-download-smoke
 tune-download: $(TUNE_DOWNLOAD)
