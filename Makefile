@@ -2,7 +2,11 @@
 #
 #   make                 the library: build/lib/libtenferro_gpu.so.1.0.0
 #   make run-example     set up, build and run examples/hello (needs a GPU)
-#   make check           build and run every test against the CUDA driver double
+#   make check           build, every suite against the CUDA driver double, and the
+#                        fast gates (symbols, ABI, layout, header, bad-input table,
+#                        fault coverage, ...): CHECK_TARGETS, a few minutes
+#   make ci              what CI runs after `make check` (.ci/run): fuzzing, the
+#                        bindings, docs, packaging, asan, tsan, valgrind: CI_TARGETS
 #   make check-gpu       the same suites against the real driver (GPU machine)
 #   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=
 #   make bench           benchmarks against the raw driver (GPU machine)
@@ -102,14 +106,17 @@ $(BUILD)/lib $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench:
 -include $(LIB_OBJS:.o=.d)
 
 # ---- dependencies ----------------------------------------------------------
-# Debian packages the tests and tools need.  tools/build/ensure-debs installs the
-# missing ones when it can (root or password-less sudo), else prints the exact
-# command and fails.
-# mk/*.mk fragments append what their checks need.
-DEBS_CHECK := libcmocka-dev pkg-config valgrind
-.PHONY: deps
+# Debian packages the checks need: DEBS_CHECK for `make check`, DEBS_CI for
+# what `make ci` adds.  tools/build/ensure-debs installs the missing ones when
+# it can (root or password-less sudo), else prints the exact command and
+# fails.  mk/*.mk fragments append what their checks need.
+DEBS_CHECK := libcmocka-dev pkg-config
+DEBS_CI := valgrind
+.PHONY: deps deps-ci
 deps:
 	@tools/build/ensure-debs $(DEBS_CHECK)
+deps-ci:
+	@tools/build/ensure-debs $(DEBS_CHECK) $(DEBS_CI)
 
 # ---- the CUDA driver double --------------------------------------------------
 DOUBLE_DIR := $(BUILD)/double
@@ -152,7 +159,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS) -ldl
 
-.PHONY: tests check check-suites check-gpu
+.PHONY: tests check ci check-suites check-gpu
 tests: lib double $(TEST_BINS) $(HELPER_BINS)
 
 # Every suite against the double; the double's folder goes first on the
@@ -160,10 +167,15 @@ tests: lib double $(TEST_BINS) $(HELPER_BINS)
 check-suites: tests
 	@tools/test/run-suites --double $(DOUBLE_DIR) $(TEST_BINS)
 
-# Fragments in mk/ (one per concern: bindings, ABI gate, docs, ...) add
-# their own targets and append them to CHECK_TARGETS; `make check` runs each
-# after the suites, in file-name order.
+# Fragments in mk/ (one per concern: ABI gate, bindings, docs, ...) add their
+# own targets and append each to one of two lists:
+#   CHECK_TARGETS  `make check`, after the suites: fast gates over the build,
+#                  the header, the sources and the tables (minutes in all)
+#   CI_TARGETS     `make ci`, what CI runs after `make check`: fuzzing, the
+#                  bindings, docs, packaging, sanitizers
+# Each list runs in file-name order of the fragments, one make per target.
 CHECK_TARGETS :=
+CI_TARGETS :=
 
 # An uninstalled .pc for the build tree (the library from $(BUILD)/lib, the
 # header from include/): the bindings' builds find the library through it.
@@ -175,12 +187,19 @@ $(PC_UNINSTALLED): packaging/pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h
 
 -include $(sort $(wildcard mk/*.mk))
 
+# The sanitizers (below) close `make ci`.
+CI_TARGETS += asan tsan valgrind
+
 check: deps
 	@$(MAKE) --no-print-directory check-suites
 	@$(MAKE) --no-print-directory check-static
 	@$(MAKE) --no-print-directory examples bench-build
 	@for t in $(CHECK_TARGETS); do $(MAKE) --no-print-directory $$t || exit 1; done
 	@echo "make check: all passed"
+
+ci: deps-ci
+	@for t in $(CI_TARGETS); do $(MAKE) --no-print-directory $$t || exit 1; done
+	@echo "make ci: all passed ($(CI_TARGETS))"
 
 # The same suites against the real driver: tests that need fault injection
 # skip.  Run on a GPU machine.
@@ -249,7 +268,7 @@ asan: deps
 	$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=address,undefined OPT=-O1 check-suites
 tsan: deps
 	$(MAKE) --no-print-directory BUILD=build/tsan SANITIZE=thread OPT=-O1 check-suites
-valgrind: deps tests
+valgrind: deps-ci tests
 	@tools/test/run-suites --double $(DOUBLE_DIR) --valgrind $(TEST_BINS)
 
 .PHONY: clean

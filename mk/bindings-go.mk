@@ -11,7 +11,7 @@
 # Go never writes to $HOME or the network here: caches and GOPATH live in
 # $(BUILD)/go, modules resolve locally (the module has no dependencies).
 
-DEBS_CHECK += golang-go
+DEBS_CI += golang-go
 
 GO ?= go
 GO_DIR := bindings/go
@@ -47,4 +47,4 @@ go-test-binary: $(GO_BUILD)/tenferro.test
 $(GO_BUILD)/tenferro.test: $(GO_SRCS) $(LIB_LINKS) $(PC_UNINSTALLED)
 	cd $(GO_DIR) && $(GO_ENV) $(GO) test -c -ldflags='-r $$ORIGIN/../lib' -o $@ ./tenferro
 
-CHECK_TARGETS += check-go
+CI_TARGETS += check-go

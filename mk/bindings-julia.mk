@@ -48,4 +48,4 @@ check-julia-ccalls: $(JL_CHECKER)/node_modules/.package-lock.json
 	  --vendor $(JL_CUBLAS_HEADER) --syntax $(JL_DIR)/test $(JL_DIR)/examples
 	tools/ci/check-doc-example docs/julia.md $(JL_DIR)/examples/sgemm.jl
 
-CHECK_TARGETS += check-julia
+CI_TARGETS += check-julia

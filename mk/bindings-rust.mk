@@ -57,4 +57,4 @@ rust-test-bin: lib $(BUILD_PC)
 # The GPU run's filter, for scripts: $(RUST_GPU_SKIP).
 RUST_GPU_SKIP := --skip double_ --skip source_
 
-CHECK_TARGETS += check-rust
+CI_TARGETS += check-rust
