@@ -8,7 +8,9 @@
 #   make ci              what CI runs after `make check` (.ci/run): fuzzing, the
 #                        bindings, docs, packaging, asan, tsan, valgrind: CI_TARGETS
 #   make check-gpu       the same suites against the real driver (GPU machine)
-#   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=
+#   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=: the library,
+#                        the header, tenferro_gpu.pc and the CMake package
+#                        (find_package(tenferro_gpu), $(LIBDIR)/cmake/tenferro_gpu)
 #   make bench           benchmarks against the raw driver (GPU machine)
 #   make asan tsan valgrind   the suites under sanitizers
 #   make docs            the API reference and guides (Doxygen), warnings are errors
@@ -32,6 +34,7 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR ?= $(LIBDIR)/cmake/tenferro_gpu
 DESTDIR ?=
 CUDA_HOME ?= /usr/local/cuda
 BUILD ?= build
@@ -238,29 +241,54 @@ bench: bench-build
 	@tools/gpu/run-bench $(BUILD)/bench docs/benchmarks.md
 
 # ---- install -------------------------------------------------------------
-.PHONY: install uninstall
-# Rewritten on every install whose PREFIX, LIBDIR or INCLUDEDIR differ from
-# the last one (a file rule alone would install a stale prefix).
-$(BUILD)/tenferro_gpu.pc: packaging/pkgconfig/tenferro_gpu.pc.in include/tenferro_gpu.h FORCE
-	@mkdir -p $(dir $@)
-	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@.new
+# The .pc file (packaging/pkgconfig/) and the CMake package (packaging/cmake/)
+# are written from their templates for the install paths.  The CMake files
+# hold paths relative to CMAKEDIR, so a staged or moved tree still works.
+INSTALL_FILES := $(BUILD)/install/tenferro_gpu.pc $(BUILD)/install/tenferro_gpuConfig.cmake \
+  $(BUILD)/install/tenferro_gpuConfigVersion.cmake
+# realpath -s: a relative path from the names alone, whatever this machine's
+# links are.
+relative_to_cmakedir = $(shell realpath -m -s --relative-to=$(CMAKEDIR) $(1))
+INSTALL_SUBST = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+  -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@LIB_REAL@|$(LIB_REAL)|g' -e 's|@SONAME@|$(SONAME)|g' \
+  -e 's|@CMAKEDIR_TO_LIBDIR@|$(call relative_to_cmakedir,$(LIBDIR))|g' \
+  -e 's|@CMAKEDIR_TO_INCLUDEDIR@|$(call relative_to_cmakedir,$(INCLUDEDIR))|g' \
+  -e "s|@SIZEOF_VOID_P@|$$sizeof|g" -e "s|@POINTER_BITS@|$$((sizeof * 8))|g"
+# Rewritten on every install whose paths differ from the last one (a file
+# rule alone would install a stale prefix); a placeholder left unreplaced
+# fails.  The pointer size is the compiler's, as the library is built.
+define configure_install_file
+	@mkdir -p $(@D)
+	@sizeof=$$(echo __SIZEOF_POINTER__ | $(CC) $(CPPFLAGS) $(CFLAGS) -E -P -x c - | tail -n 1); \
+	sed $(INSTALL_SUBST) $< > $@.new
+	@if grep -o '@[A-Z_]*@' $@.new; then echo "$<: placeholders left unreplaced" >&2; rm $@.new; exit 1; fi
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+endef
+$(BUILD)/install/%.pc: packaging/pkgconfig/%.pc.in include/tenferro_gpu.h FORCE
+	$(configure_install_file)
+$(BUILD)/install/%.cmake: packaging/cmake/%.cmake.in include/tenferro_gpu.h FORCE
+	$(configure_install_file)
 .PHONY: FORCE
 FORCE:
 
-install: lib $(BUILD)/tenferro_gpu.pc
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+.PHONY: install uninstall
+install: lib $(INSTALL_FILES)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
 	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/libtenferro_gpu.so
 	install -m 0644 include/tenferro_gpu.h $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu.h
-	install -m 0644 $(BUILD)/tenferro_gpu.pc $(DESTDIR)$(PKGCONFIGDIR)/tenferro_gpu.pc
+	install -m 0644 $(BUILD)/install/tenferro_gpu.pc $(DESTDIR)$(PKGCONFIGDIR)/tenferro_gpu.pc
+	install -m 0644 $(BUILD)/install/tenferro_gpuConfig.cmake \
+	  $(BUILD)/install/tenferro_gpuConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libtenferro_gpu.so $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu.h \
-	      $(DESTDIR)$(PKGCONFIGDIR)/tenferro_gpu.pc
+	      $(DESTDIR)$(PKGCONFIGDIR)/tenferro_gpu.pc $(DESTDIR)$(CMAKEDIR)/tenferro_gpuConfig.cmake \
+	      $(DESTDIR)$(CMAKEDIR)/tenferro_gpuConfigVersion.cmake
+	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true
 
 # ---- sanitizers ------------------------------------------------------------
 .PHONY: asan tsan valgrind

@@ -1,8 +1,13 @@
 # What a packager and a user see of an installed tenferro-gpu, run by `make ci`:
 #
 #   make check-package   a staged `make install DESTDIR=... PREFIX=/usr`: the exact
-#                        file list, pkg-config, a consumer built from it and run
-#                        against the driver double, dlopen of every symbol
+#                        file list, pkg-config and the CMake package
+#                        (tests/package/cmake-consumer, Debian's cmake), a consumer
+#                        built from each and run against the driver double, the
+#                        CMake package's version checks and relocation, dlopen of
+#                        every symbol
+
+DEBS_CI += cmake
 
 .PHONY: check-package
 check-package: lib double
