@@ -11,6 +11,8 @@
 #   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=: the library,
 #                        the header, tenferro_gpu.pc and the CMake package
 #                        (find_package(tenferro_gpu), $(LIBDIR)/cmake/tenferro_gpu)
+#   make deb             libtenferro-gpu1 and libtenferro-gpu-dev .deb files in build/deb
+#                        (dpkg-buildflags, /usr/lib/<multiarch>; mk/packaging.mk)
 #   make bench           benchmarks against the raw driver (GPU machine)
 #   make asan tsan valgrind   the suites under sanitizers
 #   make docs            the API reference and guides (Doxygen), warnings are errors
