@@ -17,6 +17,8 @@
 #   make asan tsan valgrind   the suites under sanitizers
 #   make docs            the API reference and guides (Doxygen), warnings are errors
 #   make abi-baseline    bump abi/ to the ABI as built, on purpose (docs/abi-stability.md)
+#   make format          clang-format 14 over src/, tests/, bench/, examples/ (.clang-format);
+#                        make format-check lists what it would change
 #
 # Variables, from the environment or the command line:
 #   CC, CXX              compilers (gcc and g++ unless named)
