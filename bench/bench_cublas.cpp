@@ -1,7 +1,7 @@
 // tf_cublas_enqueue against raw cuBLAS in the same process: SGEMM 64x64
 // enqueue on a cached handle, a handle made per call, and 8 threads each on
 // its own slot against 8 threads with their own raw handles.  The torch.mm
-// peer comes from bench/torch_cublas.py; tools/bench_report.py joins it with
+// peer comes from bench/torch_cublas.py; tools/gpu/bench_report.py joins it with
 // this file's sgemm64_enqueue row through the COMPARE line printed here.
 //
 // The raw side dlopens the same libcublas SONAME the library loads, so both

@@ -4,7 +4,7 @@
 //  - downloads of 1 MiB .. 1 GiB into page-locked memory, into touched
 //    pageable memory and into fresh (never touched) pageable memory, each
 //    against the driver's own copy into the same kind of memory.
-// Bandwidth rows (dl_<kind>_<n>MiB) are what tools/plot_transfers.py draws.
+// Bandwidth rows (dl_<kind>_<n>MiB) are what tools/tuning/plot_transfers.py draws.
 //
 //   bench_transfer                   the rows above
 //   bench_transfer --max-mib N       only sizes up to N MiB

@@ -128,7 +128,7 @@ inline RawDriver load_raw_driver() {
     return d;
 }
 
-// One result row; tools/run-bench turns these lines into docs/benchmarks.md.
+// One result row; tools/gpu/run-bench turns these lines into docs/benchmarks.md.
 //   RESULT|id|what|library|baseline name|baseline|unit|ratio|goal|met
 inline void report(const std::string &id, const std::string &what, double lib,
                    const std::string &baseline_name, double baseline, const char *unit,

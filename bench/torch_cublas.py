@@ -2,7 +2,7 @@
 """torch.mm 64x64 float32 enqueue: the peer of bench_cublas's sgemm64_enqueue
 (sustained: 2000 in a row) and sgemm64_enqueue_burst (bursts of 200).
 
-Prints PEER|torch_mm64|...|ns; tools/bench_report.py divides the library's
+Prints PEER|torch_mm64|...|ns; tools/gpu/bench_report.py divides the library's
 sgemm64_enqueue by it (the COMPARE line bench_cublas prints)."""
 import time
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch peers of bench/bench_transfer.cpp, measured the same way (medians
-of repeated loops), for tools/plot_transfers.py and the benchmark report.
+of repeated loops), for tools/tuning/plot_transfers.py and the benchmark report.
 
 Prints PEER|id|what|value|unit lines:
   torch_item_4B            x.item() of a one-element float32 CUDA tensor

@@ -2,7 +2,7 @@
 // constants of src/download_plan.h and the header's download defaults) on a
 // GPU machine, against the driver's own pageable path, in one process.
 // Linked with the library's objects, not the shared library: the plan is not
-// reachable through the public API.  tools/pick_download_defaults.py reads
+// reachable through the public API.  tools/tuning/pick_download_defaults.py reads
 // the log and prints the defaults to set.
 //
 //   tune_download                 the sweep below (about 2 minutes on an H200

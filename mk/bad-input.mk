@@ -1,7 +1,7 @@
 # Issue 7.4: every bad input of every public function is documented and
 # tested, run by `make check`:
 #
-#   make check-bad-input   tools/check-bad-input: every public function of the
+#   make check-bad-input   tools/ci/check-bad-input: every public function of the
 #                          header has a row in docs/bad-input.md, every cited
 #                          test exists and is run, the cited suites call the
 #                          function and assert the message fragment, and each
@@ -13,8 +13,8 @@ DEBS_CHECK += clang python3
 
 .PHONY: check-bad-input
 check-bad-input:
-	@tools/ensure-debs clang python3
-	@tools/check-bad-input --selftest
-	@tools/check-bad-input
+	@tools/build/ensure-debs clang python3
+	@tools/ci/check-bad-input --selftest
+	@tools/ci/check-bad-input
 
 CHECK_TARGETS += check-bad-input

@@ -11,7 +11,7 @@
 # Go never writes to $HOME or the network here: caches and GOPATH live in
 # $(BUILD)/go, modules resolve locally (the module has no dependencies).
 
-DEBS_CHECK += golang-go
+DEBS_CI += golang-go
 
 GO ?= go
 GO_DIR := bindings/go
@@ -20,7 +20,7 @@ GO_ENV := env GOCACHE=$(GO_BUILD)/cache GOPATH=$(GO_BUILD)/path GOENV=off \
   GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local CGO_ENABLED=1 \
   PKG_CONFIG_PATH=$(abspath $(BUILD))/pkgconfig
 # The double's folder first, exactly where a real libcuda.so.1 would be
-# found (as tools/run-suites does), then the library.
+# found (as tools/test/run-suites does), then the library.
 GO_TEST_ENV := $(GO_ENV) TF_TEST_MODE=double \
   LD_LIBRARY_PATH=$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD))/lib
 GO_SRCS := $(shell find $(GO_DIR) -name '*.go' -o -name '*.[ch]' -o -name go.mod)
@@ -41,10 +41,10 @@ check-go: lib double $(PC_UNINSTALLED)
 	echo "check-go: $$(grep -c -- '--- PASS' $$log) passed, $$(grep -c -- '--- FAIL' $$log) failed, $$(grep -c -- '--- SKIP' $$log) skipped"; \
 	$(GO_TEST_ENV) $(GO) test -race -count=1 ./...; \
 	$(GO_TEST_ENV) $(GO) run ./examples/sgemm; \
-	cd $(CURDIR) && tools/check-doc-example docs/go.md $(GO_DIR)/examples/sgemm/main.go
+	cd $(CURDIR) && tools/ci/check-doc-example docs/go.md $(GO_DIR)/examples/sgemm/main.go
 
 go-test-binary: $(GO_BUILD)/tenferro.test
 $(GO_BUILD)/tenferro.test: $(GO_SRCS) $(LIB_LINKS) $(PC_UNINSTALLED)
 	cd $(GO_DIR) && $(GO_ENV) $(GO) test -c -ldflags='-r $$ORIGIN/../lib' -o $@ ./tenferro
 
-CHECK_TARGETS += check-go
+CI_TARGETS += check-go

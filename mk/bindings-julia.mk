@@ -46,6 +46,6 @@ check-julia-ccalls: $(JL_CHECKER)/node_modules/.package-lock.json
 	cd $(JL_CHECKER) && CUDA_HOME=$(CUDA_HOME) node --test test/
 	node $(JL_CHECKER)/check-ccalls.js include/tenferro_gpu.h $(JL_DIR)/src \
 	  --vendor $(JL_CUBLAS_HEADER) --syntax $(JL_DIR)/test $(JL_DIR)/examples
-	tools/check-doc-example docs/julia.md $(JL_DIR)/examples/sgemm.jl
+	tools/ci/check-doc-example docs/julia.md $(JL_DIR)/examples/sgemm.jl
 
-CHECK_TARGETS += check-julia
+CI_TARGETS += check-julia

@@ -7,7 +7,7 @@
 # with a line saying so.  The GPU tests (marked gpu) run only with
 # TF_TEST_MODE=gpu on a GPU machine (docs/python.md says how).
 
-DEBS_CHECK += python3-pytest python3-numpy
+DEBS_CI += python3-pytest python3-numpy
 PYTEST_PYTHON ?= /usr/bin/python3
 PY_BINDING_DIR := bindings/python
 
@@ -22,4 +22,4 @@ check-python: lib double
 	LD_LIBRARY_PATH="$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD)/lib)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" \
 	  $(PYTEST_PYTHON) -m pytest -q -rs -p no:cacheprovider $(PY_BINDING_DIR)/tests
 
-CHECK_TARGETS += check-python
+CI_TARGETS += check-python

@@ -4,7 +4,7 @@
 #   make rust-test-bin     build the test binary without running it and copy
 #                          it to $(BUILD)/rust-tests/tenferro_gpu_suite (and the
 #                          example to .../hello), for a GPU machine without a
-#                          Rust toolchain (tools/gpu-bundle puts them in
+#                          Rust toolchain (tools/gpu/gpu-bundle puts them in
 #                          .gpu/rust/).  Run it there as
 #
 #     TF_TEST_MODE=gpu LD_LIBRARY_PATH=<libtenferro_gpu dir>:<cuBLAS/NVRTC dirs> \
@@ -57,4 +57,4 @@ rust-test-bin: lib $(BUILD_PC)
 # The GPU run's filter, for scripts: $(RUST_GPU_SKIP).
 RUST_GPU_SKIP := --skip double_ --skip source_
 
-CHECK_TARGETS += check-rust
+CI_TARGETS += check-rust

@@ -3,7 +3,7 @@
 # into build/fuzz; the double without instrumentation.  `make fuzz` runs for
 # FUZZ_SECONDS starting from the committed corpus (tests/fuzz/corpus) and
 # keeps what it finds in build/fuzz/found; `make fuzz-merge` folds that
-# into the committed corpus, minimized, on purpose.
+# into the committed corpus, minimized, on purpose.  `make ci` runs `make fuzz`.
 FUZZ_BUILD := build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_BIN := $(FUZZ_BUILD)/fuzz_calls
@@ -35,4 +35,4 @@ fuzz-merge: fuzz-build
 	  tests/fuzz/corpus $(FUZZ_BUILD)/found
 	rm -rf tests/fuzz/corpus && mv $(FUZZ_BUILD)/merged tests/fuzz/corpus
 
-CHECK_TARGETS += fuzz
+CI_TARGETS += fuzz

@@ -5,10 +5,10 @@
 #                          (NCCL from LD_LIBRARY_PATH or TF_TEST_NCCL)
 #   make bench-peer        peer copy bandwidth against the raw driver
 #
-# tools/gpu-session-multi runs all of it from a bundle in one call.
+# tools/gpu/gpu-session-multi runs all of it from a bundle in one call.
 .PHONY: check-multi-gpu bench-peer
 check-multi-gpu: tests
-	@NCCL_NVLS_ENABLE=0 tools/run-suites --gpu $(BUILD)/tests/test_multi_gpu $(BUILD)/tests/test_nccl
+	@NCCL_NVLS_ENABLE=0 tools/test/run-suites --gpu $(BUILD)/tests/test_multi_gpu $(BUILD)/tests/test_nccl
 
 bench-peer: bench-build
 	$(BUILD)/bench/bench_peer

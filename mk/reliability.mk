@@ -1,6 +1,6 @@
 # Reliability gates: every resolved entry point has a test that injects its
-# failure (tools/fault-coverage).
+# failure (tools/ci/fault-coverage).
 .PHONY: fault-coverage
 fault-coverage:
-	@tools/fault-coverage
+	@tools/ci/fault-coverage
 CHECK_TARGETS += fault-coverage

@@ -10,8 +10,8 @@ PLOT_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,\
 
 .PHONY: plot-transfers bench-transfer-sweep
 plot-transfers:
-	@$(PLOT_PYTHON) -c 'import matplotlib' 2>/dev/null || tools/ensure-debs python3-matplotlib
-	$(PLOT_PYTHON) tools/plot_transfers.py $(or $(LOG),docs/benchmarks.log) docs/transfer-bandwidth.png
+	@$(PLOT_PYTHON) -c 'import matplotlib' 2>/dev/null || tools/build/ensure-debs python3-matplotlib
+	$(PLOT_PYTHON) tools/tuning/plot_transfers.py $(or $(LOG),docs/benchmarks.log) docs/transfer-bandwidth.png
 
 bench-transfer-sweep: bench-build
 	$(BUILD)/bench/bench_transfer --sweep $(or $(SWEEP_MIB),256)
@@ -25,17 +25,17 @@ bench-transfer-sweep: bench-build
 # library: the plan it sweeps (src/download_plan.h) is internal.
 TUNE_DOWNLOAD := $(BUILD)/bench/tune_download
 $(TUNE_DOWNLOAD): bench/tune_download.cpp bench/bench_util.h $(LIB_OBJS) | $(BUILD)/bench
-	$(CXX) $(BENCH_CXXFLAGS) -Isrc $< $(LIB_OBJS) -o $@ -ldl -lpthread
+	$(CXX) $(BENCH_CXXFLAGS) -Isrc $(CPPFLAGS) $(CXXFLAGS) $< $(LIB_OBJS) -o $@ $(LDFLAGS) -ldl -lpthread
 
 .PHONY: tune-download tune-download-smoke
 tune-download: $(TUNE_DOWNLOAD)
 	$(TUNE_DOWNLOAD) | tee $(or $(TUNE_LOG),tune.log)
-	python3 tools/pick_download_defaults.py $(or $(TUNE_LOG),tune.log)
+	python3 tools/tuning/pick_download_defaults.py $(or $(TUNE_LOG),tune.log)
 
 # Every branch of the pipeline through the sweep's own byte checks, and the
 # pick script over its log.
 tune-download-smoke: $(TUNE_DOWNLOAD) double
 	LD_LIBRARY_PATH=$(DOUBLE_DIR) $(TUNE_DOWNLOAD) --smoke > $(BUILD)/tune-smoke.log
-	python3 tools/pick_download_defaults.py --smoke $(BUILD)/tune-smoke.log > $(BUILD)/tune-smoke.pick
+	python3 tools/tuning/pick_download_defaults.py --smoke $(BUILD)/tune-smoke.log > $(BUILD)/tune-smoke.pick
 	@echo "tune-download-smoke: $$(grep -c '^TUNE' $(BUILD)/tune-smoke.log) measurements, every plan byte-checked"
 CHECK_TARGETS += tune-download-smoke

@@ -1,6 +1,6 @@
 // How a bulk download into pageable memory is cut up and handed to the copy
 // threads.  The library runs with kDownloadPlan; bench/tune_download sweeps
-// other plans through the same code, and tools/pick_download_defaults.py
+// other plans through the same code, and tools/tuning/pick_download_defaults.py
 // turns its log into new values for the constants below (and for the
 // header's TF_DEFAULT_DOWNLOAD_THREADS / TF_DEFAULT_DOWNLOAD_CHUNK_BYTES).
 #pragma once

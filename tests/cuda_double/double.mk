@@ -8,7 +8,8 @@
 # The companions link the driver double and share its state; their rpath
 # finds it beside them (or in ../double).  Included by the main Makefile,
 # which defines BUILD, DOUBLE_DIR, DOUBLE12_DIR, OPT, WARN, SAN_FLAGS and
-# CUDA_HOME.
+# CUDA_HOME; CPPFLAGS, CXXFLAGS and LDFLAGS come from the environment or the
+# command line.
 
 DOUBLE_SRC := tests/cuda_double
 DOUBLE_OBJ := $(BUILD)/double-obj
@@ -16,7 +17,8 @@ DOUBLE_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) \
   -isystem $(CUDA_HOME)/include -I$(DOUBLE_SRC) -Isrc -MMD -MP
 # nodelete: a dlclose never unmaps a double, so its state (reachable only
 # from its own globals) survives for leak checkers and later dlopens.
-DOUBLE_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS)
+# The packager's CXXFLAGS and LDFLAGS (after these) apply to the links too.
+DOUBLE_LDFLAGS = -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS) $(CXXFLAGS) $(LDFLAGS)
 
 DRIVER_DOUBLE_NAMES := state control proc_address device context stream_event \
   memory module error_names
@@ -32,15 +34,15 @@ double: $(DOUBLE_LIBS)
 
 $(DOUBLE_OBJ)/%.o: $(DOUBLE_SRC)/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(DOUBLE_CXXFLAGS) -c $< -o $@
+	$(CXX) $(DOUBLE_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
 $(DOUBLE_OBJ)/cublas13.o: $(DOUBLE_SRC)/cublas_double.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(DOUBLE_CXXFLAGS) -DTFD_CUBLAS_VERSION=130100 -c $< -o $@
+	$(CXX) $(DOUBLE_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS) -DTFD_CUBLAS_VERSION=130100 -c $< -o $@
 
 $(DOUBLE_OBJ)/cublas12.o: $(DOUBLE_SRC)/cublas_double.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(DOUBLE_CXXFLAGS) -DTFD_CUBLAS_VERSION=120900 -c $< -o $@
+	$(CXX) $(DOUBLE_CXXFLAGS) $(CPPFLAGS) $(CXXFLAGS) -DTFD_CUBLAS_VERSION=120900 -c $< -o $@
 
 $(DOUBLE_DIR)/libcuda.so.1: $(DRIVER_DOUBLE_OBJS) $(DOUBLE_SRC)/libcuda.map
 	@mkdir -p $(dir $@)

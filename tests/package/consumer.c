@@ -2,7 +2,7 @@
  *
  *   cc consumer.c $(pkg-config --cflags --libs tenferro_gpu)
  *
- * tools/check-package builds it against a staged `make install` with
+ * tools/ci/check-package builds it against a staged `make install` with
  * -Wall -Wextra -Werror and runs it.  It checks that the library it loaded is
  * the one its header describes, then drives the device: on a machine without
  * a CUDA driver it reports the driver missing and exits 0 (that is the

@@ -33,7 +33,7 @@
 #define INJECT(entry, nth, code, times) tfd()->tfd_fail((entry), (nth), (code), (times))
 #define INJECT_AFTER(entry, nth, code, times) \
     tfd()->tfd_fail_after((entry), (nth), (code), (times))
-/* 1 when TF_TEST_MODE=gpu (tools/run-suites --gpu). */
+/* 1 when TF_TEST_MODE=gpu (tools/test/run-suites --gpu). */
 int test_gpu_mode(void);
 
 /* Group setup/teardown for suites that use the double: resets it and the

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Picks the pageable download defaults from a bench/tune_download log.
 
-    tools/pick_download_defaults.py LOG [--tolerance 0.02] [--apply]
-    tools/pick_download_defaults.py --smoke LOG      (make check: parse, pick, no goals)
+    tools/tuning/pick_download_defaults.py LOG [--tolerance 0.02] [--apply]
+    tools/tuning/pick_download_defaults.py --smoke LOG      (make check: parse, pick, no goals)
 
 Reads the TUNE, DRIVER, CURRENT and FAULT lines of `tune_download` (make
 tune-download on the GPU machine), joins the small-size plans (1, 4, 16 MiB)
@@ -30,7 +30,7 @@ import re
 import sys
 from collections import defaultdict
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOALS = {"touched": 2.0, "fresh": 3.0}
 KINDS = ("touched", "fresh")
 MiB = 1 << 20
@@ -239,8 +239,18 @@ def show_faults(log):
 
 # ---- the source lines ---------------------------------------------------------
 
+def source_file(name):
+    """The one file called name under src/ (flat, or in a layer folder)."""
+    hits = sorted(os.path.relpath(os.path.join(folder, name), ROOT)
+                  for folder, _, files in os.walk(os.path.join(ROOT, "src")) if name in files)
+    if len(hits) != 1:
+        raise SystemExit(f"expected exactly one {name} under src/, found {hits or 'none'}")
+    return hits[0]
+
+
 def source_edits(p, spin):
     """(path, regex matching the whole line, new line) per default."""
+    plan = source_file("download_plan.h")
     b = lambda v: "true" if v else "false"
     kib = lambda n: f"size_t({n // KiB}) << 10"
     edits = [
@@ -248,21 +258,21 @@ def source_edits(p, spin):
          f"#define TF_DEFAULT_DOWNLOAD_THREADS {p['threads']}"),
         ("include/tenferro_gpu.h", r"#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES \(\(uint32_t\)\d+ << 20\)",
          f"#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t){p['chunk'] // MiB} << 20)"),
-        ("src/download_plan.h", r"constexpr int kStagingDepth = \d+;",
+        (plan, r"constexpr int kStagingDepth = \d+;",
          f"constexpr int kStagingDepth = {p['depth']};"),
-        ("src/download_plan.h", r"constexpr size_t kStepScale = .*;",
+        (plan, r"constexpr size_t kStepScale = .*;",
          f"constexpr size_t kStepScale = {kib(p['step_scale'])};"),
-        ("src/download_plan.h", r"constexpr size_t kMinPiece = .*;",
+        (plan, r"constexpr size_t kMinPiece = .*;",
          f"constexpr size_t kMinPiece = {kib(p['min_piece'])};"),
-        ("src/download_plan.h", r"constexpr unsigned kPiecesPerThread = \d+;",
+        (plan, r"constexpr unsigned kPiecesPerThread = \d+;",
          f"constexpr unsigned kPiecesPerThread = {p['per_thread']};"),
-        ("src/download_plan.h", r"constexpr bool kPopulateFresh = \w+;",
+        (plan, r"constexpr bool kPopulateFresh = \w+;",
          f"constexpr bool kPopulateFresh = {b(p['populate'])};"),
-        ("src/download_plan.h", r"constexpr bool kIssueAfterPost = \w+;",
+        (plan, r"constexpr bool kIssueAfterPost = \w+;",
          f"constexpr bool kIssueAfterPost = {b(p['issue'] == 'late')};"),
     ]
     if spin is not None:
-        edits.append(("src/download_plan.h",
+        edits.append((plan,
                       r"constexpr std::chrono::microseconds kCopySpin\{\d+\};",
                       f"constexpr std::chrono::microseconds kCopySpin{{{spin}}};"))
     docs = {

@@ -1,7 +1,7 @@
 """What the public header declares, read from clang's JSON AST.
 
-Shared by tools/abi-layout (frozen struct layouts and enum values) and
-tools/check-header-docs (the documentation contract).  Only declarations
+Shared by tools/ci/abi-layout (frozen struct layouts and enum values) and
+tools/ci/check-header-docs (the documentation contract).  Only declarations
 spelled in the public header itself count; what <stdint.h> brings in does not.
 """
 import json

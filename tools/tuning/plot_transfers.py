@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Draws download bandwidth against size from a benchmark log.
 
-    tools/plot_transfers.py LOG [OUT.png]     (default docs/transfer-bandwidth.png)
+    tools/tuning/plot_transfers.py LOG [OUT.png]     (default docs/transfer-bandwidth.png)
 
-LOG is what tools/run-bench keeps beside the report (docs/benchmarks.log, or
+LOG is what tools/gpu/run-bench keeps beside the report (docs/benchmarks.log, or
 $OUT/benchmarks.log of a GPU session): the RESULT|dl_<kind>_<n>MiB rows of
 bench_transfer (library and driver) and, when present, the PyTorch PEER rows
 of bench/torch_transfer.py.  Also prints the comparisons with PyTorch that no

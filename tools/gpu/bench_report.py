@@ -41,7 +41,7 @@ def main(path):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Benchmarks", "",
            f"Measured {now} on {info.get('device', '?')}, driver {info.get('driver', '?')}, "
-           "by `make bench` (tools/run-bench). Every row runs the library next to its raw "
+           "by `make bench` (tools/gpu/run-bench). Every row runs the library next to its raw "
            "equivalent in the same process, interleaved, medians of repeated loops; the ratio "
            "is library / baseline.", "",
            "| id | what | library | baseline | baseline value | unit | ratio | goal | met |",
