@@ -4,8 +4,8 @@
 #
 #   make soak          on a GPU machine: 32 threads, 300 s, against libcuda.so.1
 #                      behind the counting shim (SOAK_THREADS, SOAK_SECONDS)
-#   make soak-double   against the driver double: 8 threads for 20 s
-#                      (about 25 s with the build done)
+#   make soak-double   against the driver double: 8 threads for 20 s (20 s
+#                      once built)
 #   make soak-tsan     soak-double under ThreadSanitizer (build/tsan), 8 s
 #
 # The program links only the library (and -ldl); the shim is a driver that
@@ -22,7 +22,7 @@ SOAK_THREADS ?= 32
 SOAK_SECONDS ?= 300
 SOAK_DOUBLE_THREADS ?= 8
 SOAK_DOUBLE_SECONDS ?= 20
-# The double is host memory only and measured flat (+0.0 MiB): 1 MiB is ample.
+# The double is host memory only; it measures +0.0 to +0.1 MiB: 1 MiB is ample.
 SOAK_DOUBLE_RSS_MIB ?= 1
 
 $(SOAK_BIN): $(SOAK_SRCS) tests/soak/*.h include/tenferro_gpu.h $(LIB_LINKS)

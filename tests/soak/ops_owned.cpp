@@ -110,8 +110,19 @@ void use(Owned &o, Tally &tally) {
     cross_events(o);
     bound_slots(o);
     peer(o);
+    // Six retirements into a queue of four: the last ones fall back to a
+    // barrier while the first are still in flight.
     for (int i = 0; i < 6; ++i) retire_workspace(o.w, o.rt, &tally, 4096);
     ok(o.w, "tf_workspace_poll", tf_workspace_poll(o.rt));
+    tf_retirement_stats s;
+    tf_retirement_stats_init(&s, sizeof s);
+    if (ok(o.w, "tf_workspace_stats", tf_workspace_stats(o.rt, &s))) {
+        o.w.owned_fallbacks.fetch_add(static_cast<long>(s.barrier_fallbacks));
+        // One thread owns this runtime: the counters are exact.
+        if (s.released + s.leaked + s.in_flight != s.deferred + s.barrier_fallbacks ||
+            static_cast<long>(s.released + s.in_flight) != tally.accepted.load() || s.leaked != 0)
+            mismatch(o.w, "retirement stats", "short-lived runtime's counters disagree");
+    }
 }
 
 }  // namespace

@@ -55,9 +55,9 @@ bool parse(int argc, char **argv, Options *o) {
 bool set_up(World &w) {
     tf_runtime_options opts;
     tf_runtime_options_init(&opts, sizeof opts);
-    // A small retirement queue, so concurrent retirements also overflow
-    // into the barrier fallback.
-    opts.retirement_capacity = 64;
+    // A queue of one retirement: concurrent retirements overflow into the
+    // barrier fallback while others are queued.
+    opts.retirement_capacity = 1;
     if (tf_runtime_new_with_options(0, &opts, &w.shared) != TF_OK) {
         std::fprintf(stderr, "soak: cannot create a runtime: %s\n", tf_last_error_message());
         return false;
@@ -67,6 +67,10 @@ bool set_up(World &w) {
         std::fprintf(stderr, "soak: %s\n", why.c_str());
         return false;
     }
+    // Against the double: events stay pending until their stream or they are
+    // synchronized, as on a GPU, so retirements pile up and queries say "not
+    // yet" (without it the double completes everything at once).
+    if (w.raw.tfd_set_async_pending) w.raw.tfd_set_async_pending(1);
     ok(w, "tf_runtime_primary_context", tf_runtime_primary_context(w.shared, &w.primary));
     ok(w, "tf_runtime_slot_count", tf_runtime_slot_count(w.shared, &w.slots));
     if (ok(w, "tf_module_load", tf_module_load(w.shared, kFillPtx, sizeof kFillPtx, &w.module)))
@@ -207,7 +211,8 @@ int run(World &w) {
         std::printf("  %-28s %10ld%s\n", kind_name(k), w.ops[k].load(),
                     w.skips[k].load() ? (" (" + std::to_string(w.skips[k].load()) + " skipped)").c_str()
                                       : "");
-    std::printf("library calls: %ld\n", w.calls.load());
+    std::printf("library calls: %ld; barrier fallbacks of the short-lived runtimes: %ld\n",
+                w.calls.load(), w.owned_fallbacks.load());
     w.errors.print(stdout);
 
     Verdict v;

@@ -42,6 +42,7 @@ struct RawDriver {
     PFN_cuMemFreeHost_v2000 cuMemFreeHost = nullptr;
     long (*tfd_live)(int kind) = nullptr;   // the driver double's counters, if it is the double
     void (*tfd_log_clear)() = nullptr;      // and its call log, which grows with every call
+    void (*tfd_set_async_pending)(int on) = nullptr;  // events pending until a sync
     long (*tfcd_live)(int kind) = nullptr;  // the counting shim's, if the library loaded it
     std::string shim_path;
 
@@ -101,6 +102,7 @@ struct World {
     // Each slot's stream as first seen: it must never change.
     std::atomic<void *> slot_stream[TF_MAX_STREAM_SLOTS] = {};
     Tally shared_tally;             // retirements on `shared`
+    std::atomic<long> owned_fallbacks{0};  // barrier fallbacks of the short-lived runtimes
 
     // Quiescence: workers pause between iterations while samples are taken.
     std::mutex mu;

@@ -46,6 +46,7 @@ std::string RawDriver::load() {
     resolve(gpa, "cuMemGetInfo", 3020, &cuMemGetInfo);  // the driver double has none
     symbol(h, "tfd_live", &tfd_live);
     symbol(h, "tfd_log_clear", &tfd_log_clear);
+    symbol(h, "tfd_set_async_pending", &tfd_set_async_pending);
     const char *shim = std::getenv("TENFERRO_GPU_CUDA_DRIVER");
     if (shim && *shim) {
         shim_path = shim;
