@@ -258,8 +258,14 @@ int main(int argc, char **argv) {
     }
     w.shared_tally.w = &w;
     if (!soak::set_up(w)) return 2;
-    const int rc = soak::run(w);
-    tf_module_release(w.module);
-    tf_runtime_release(w.shared);
+    int rc = soak::run(w);
+    const long before = w.errors.total();
+    soak::ok(w, "tf_module_release", tf_module_release(w.module));
+    soak::ok(w, "tf_runtime_release", tf_runtime_release(w.shared));
+    if (w.errors.total() != before) {
+        std::printf("soak: the final release failed:\n");
+        w.errors.print(stdout);
+        rc = 1;
+    }
     return rc;
 }
