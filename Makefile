@@ -15,6 +15,8 @@
 #                        (dpkg-buildflags, /usr/lib/<multiarch>; mk/packaging.mk)
 #   make bench           benchmarks against the raw driver (GPU machine)
 #   make asan tsan valgrind   the suites under sanitizers
+#   make mutation        the suites' mutation score (mk/mutation.mk; not in check)
+#   make soak            32 threads for 300 s on a GPU (mk/soak.mk; soak-double here)
 #   make docs            the API reference and guides (Doxygen), warnings are errors
 #   make abi-baseline    bump abi/ to the ABI as built, on purpose (docs/abi-stability.md)
 #   make format          clang-format 14 over src/, tests/, bench/, examples/ (.clang-format);
