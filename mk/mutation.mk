@@ -1,5 +1,5 @@
-# Mutation score of the suites (tools/mutation/, docs/testing.md section
-# Mutation score): each planted bug of tools/mutation/mutations.json is built
+# Mutation score of the suites (tools/test/mutation/, docs/testing.md section
+# Mutation score): each planted bug of tools/test/mutation/mutations.json is built
 # into a scratch copy of the library (build/mutation/) and the suites run
 # against the driver double until one fails.  About 10 minutes on two cores;
 # not part of `make check`.  Writes docs/mutation-report.txt.
@@ -11,7 +11,7 @@ MUTATIONS ?=
 
 .PHONY: mutation mutation-check
 mutation: deps
-	@tools/mutation/run $(if $(MUTATIONS),--only $(MUTATIONS))
+	@tools/test/mutation/run $(if $(MUTATIONS),--only $(MUTATIONS))
 
 mutation-check:
-	@tools/mutation/run --check
+	@tools/test/mutation/run --check

@@ -12,7 +12,7 @@
 # exports cuGetProcAddress_v2 alone and counts what the library creates and
 # destroys, loaded through TENFERRO_GPU_CUDA_DRIVER.  Both are built with the
 # benchmarks (bench-build, so `make check` compiles them) and packed by
-# tools/gpu-bundle; tools/gpu-soak runs them on the GPU machine.
+# tools/gpu/gpu-bundle; tools/gpu/gpu-soak runs them on the GPU machine.
 
 SOAK_DIR := $(BUILD)/soak
 SOAK_BIN := $(SOAK_DIR)/soak

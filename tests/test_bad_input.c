@@ -4,7 +4,7 @@
  *
  * docs/bad-input.md lists every argument check of every public function and
  * cites the test that proves it, here or in a feature suite;
- * tools/check-bad-input (make check) fails when the two drift apart.  Every
+ * tools/ci/check-bad-input (make check) fails when the two drift apart.  Every
  * test here runs on a real GPU as well as on the double. */
 #include <stdio.h>
 #include <stdlib.h>
