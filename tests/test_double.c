@@ -640,6 +640,9 @@ static void test_memory_copies(void **state)
     assert_memory_equal(back, host, 1000);
     CU(D.cuMemcpyDtoDAsync(b, a + 500, 10, NULL));
     assert_int_equal(T->tfd_device_read(b, small, 10), 0);
+    assert_int_equal(small[0], 0xCD);   /* queued, not run: b is still fresh */
+    CU(D.cuStreamSynchronize(NULL));
+    assert_int_equal(T->tfd_device_read(b, small, 10), 0);
     assert_memory_equal(small, host + 500, 10);
     assert_int_equal(D.cuMemcpyDtoDAsync(b, a, 11, NULL), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(D.cuMemcpyDtoDAsync(b, a + 995, 10, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -740,6 +743,8 @@ static void test_peer(void **state)
         data[i] = (unsigned char)(200 - i);
     assert_int_equal(T->tfd_device_write(p0, data, 64), 0);
     CU(D.cuMemcpyPeerAsync(p1, c1, p0, c0, 64, NULL));
+    assert_int_equal(T->tfd_pending(NULL), 1);
+    CU(D.cuStreamSynchronize(NULL));
     assert_int_equal(T->tfd_device_read(p1, back, 64), 0);
     assert_memory_equal(back, data, 64);
     assert_int_equal(D.cuMemcpyPeerAsync(p1, c0, p0, c0, 64, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -1010,11 +1015,16 @@ static void test_kernels(void **state)
     assert_int_equal(D.cuStreamSynchronize(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_int_equal(T->tfd_context_poison(c), CUDA_ERROR_ILLEGAL_ADDRESS);
     T->tfd_poison_context(c, 0);
-    /* the built-in faulting kernel */
+    /* the built-in faulting kernel: the fault comes when it runs */
     CU(D.cuLaunchKernel(ill, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
     CUdeviceptr extra = 0;
+    CU(D.cuMemAlloc(&extra, 4));
+    assert_int_equal(T->tfd_context_poison(c), 0);
+    assert_int_equal(T->tfd_step(NULL, 1), 1);
+    assert_int_equal(T->tfd_context_poison(c), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_int_equal(D.cuMemAlloc(&extra, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
     T->tfd_poison_context(c, 0);
+    CU(D.cuMemFree(extra));
 
     /* functions die with their module */
     CU(D.cuModuleUnload(m));
@@ -1531,7 +1541,8 @@ static void *worker(void *arg)
             return (void *)2;
         if (D.cuMemcpyHtoDAsync(p, in, sizeof in, s) != CUDA_SUCCESS ||
             D.cuMemcpyDtoHAsync(out, p, sizeof out, s) != CUDA_SUCCESS ||
-            D.cuEventRecord(e, s) != CUDA_SUCCESS || D.cuEventQuery(e) != CUDA_SUCCESS)
+            D.cuEventRecord(e, s) != CUDA_SUCCESS || D.cuEventQuery(e) != CUDA_ERROR_NOT_READY ||
+            D.cuEventSynchronize(e) != CUDA_SUCCESS || D.cuEventQuery(e) != CUDA_SUCCESS)
             return (void *)3;
         if (memcmp(in, out, sizeof in) != 0)
             return (void *)4;

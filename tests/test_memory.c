@@ -40,6 +40,9 @@ static void alloc_is_stream_ordered_where_pools_exist(void **state) {
     assert_ok(tf_free(rt, p));
     if (tfd()) {
         assert_int_equal(logged("cuMemFreeAsync"), 1);
+        /* queued on the slot's stream: the memory goes when it runs */
+        assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS) - before, 1);
+        assert_ok(tf_runtime_sync(rt));
         assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS), before);
     }
     assert_ok(tf_runtime_release(rt));
@@ -405,6 +408,7 @@ static void open_two_devices(struct two_devices *t, size_t n, int peer_access) {
     assert_ok(tf_runtime_new(1, &t->rt1));
     t->a = lib_alloc(t->rt0, n);
     t->b = lib_alloc(t->rt1, n);
+    assert_ok(tf_runtime_sync(t->rt1)); /* b's allocation is complete before peer copies */
     assert_ok(tf_runtime_primary_context(t->rt0, &t->ctx0));
     assert_ok(tf_runtime_primary_context(t->rt1, &t->ctx1));
 }
@@ -435,6 +439,8 @@ static void peer_copy_between_devices(void **state) {
     assert_int_equal(tfd()->tfd_peer_enabled(t.ctx0, t.ctx1), 1);
     assert_int_equal(tfd()->tfd_peer_enabled(t.ctx1, t.ctx0), 0);
     memset(host, 0, n);
+    /* rt1's streams do not wait for the copy: sync the source slot first. */
+    assert_ok(tf_runtime_sync(t.rt0));
     assert_ok(tf_download(t.rt1, t.b, host, n));
     assert_pattern(host, n, 41);
     /* Each side is checked against its own runtime's device. */
@@ -472,6 +478,7 @@ static void peer_copy_without_direct_access(void **state) {
     assert_ok(tf_peer_copy(t.rt1, t.b, t.rt0, t.a, n));
     assert_int_equal(logged("cuCtxEnablePeerAccess"), 0);
     memset(host, 0, n);
+    assert_ok(tf_runtime_sync(t.rt1)); /* the copy is on the source's slot */
     assert_ok(tf_download(t.rt0, t.a, host, n));
     assert_pattern(host, n, 42);
     close_two_devices(&t);
@@ -498,6 +505,7 @@ static void peer_access_refusal_is_logged(void **state) {
                            "failed: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED (217)"));
     assert_null(strstr(strstr(warnings, "staged") + 1, "cuCtxEnablePeerAccess")); /* once */
     memset(host, 0, n);
+    assert_ok(tf_runtime_sync(t.rt0)); /* the copies are on the source's slot */
     assert_ok(tf_download(t.rt1, t.b, host, n));
     assert_pattern(host, n, 43);
     close_two_devices(&t);

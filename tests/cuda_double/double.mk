@@ -18,8 +18,8 @@ DOUBLE_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) \
 # from its own globals) survives for leak checkers and later dlopens.
 DOUBLE_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS)
 
-DRIVER_DOUBLE_NAMES := state control proc_address device context stream_event \
-  memory module error_names
+DRIVER_DOUBLE_NAMES := state queue control proc_address device context stream_event \
+  memory copy module error_names
 DRIVER_DOUBLE_OBJS := $(DRIVER_DOUBLE_NAMES:%=$(DOUBLE_OBJ)/%.o)
 DOUBLE_ALL_OBJS := $(DRIVER_DOUBLE_OBJS) $(DOUBLE_OBJ)/cublas13.o \
   $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o
