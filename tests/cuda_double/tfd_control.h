@@ -207,8 +207,11 @@ int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
  *
  * Host functions run on whichever thread makes their stream progress, with
  * the double's mutex held: like CUDA, the double refuses driver calls from a
- * host function (CUDA_ERROR_NOT_PERMITTED); it must not call the tfd_*
- * controls either, nor wait for another thread that calls the driver.
+ * host function (CUDA_ERROR_NOT_PERMITTED, not logged).  It may use the
+ * controls that only look (tfd_device_read, tfd_live, ...), but not those
+ * that make streams progress (tfd_step, tfd_drain_all, tfd_reset,
+ * tfd_set_execution), and must not wait for another thread that calls the
+ * double.
  *
  * Device memory from cuMemAllocAsync exists from the call; a
  * cuMemFreeAsync releases it when its stream runs the free (work that runs
