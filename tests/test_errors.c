@@ -187,17 +187,17 @@ static void log_callback_reentry_is_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_values_are_frozen),
-        cmocka_unit_test(every_status_has_a_distinct_string),
-        cmocka_unit_test(last_error_names_operation_and_keeps_until_next_failure),
-        cmocka_unit_test(last_error_copies_into_caller_struct),
-        cmocka_unit_test(last_error_respects_a_smaller_struct),
-        cmocka_unit_test(last_error_refuses_bad_struct),
-        cmocka_unit_test(last_error_is_per_thread),
-        cmocka_unit_test(long_messages_are_truncated_not_overrun),
-        cmocka_unit_test_setup(error_names_fall_back_to_the_number, test_reset),
-        cmocka_unit_test(log_callback_can_be_set_and_reset),
-        cmocka_unit_test_setup(log_callback_reentry_is_refused, test_reset),
+        TF_TEST(status_values_are_frozen),
+        TF_TEST(every_status_has_a_distinct_string),
+        TF_TEST(last_error_names_operation_and_keeps_until_next_failure),
+        TF_TEST(last_error_copies_into_caller_struct),
+        TF_TEST(last_error_respects_a_smaller_struct),
+        TF_TEST(last_error_refuses_bad_struct),
+        TF_TEST(last_error_is_per_thread),
+        TF_TEST(long_messages_are_truncated_not_overrun),
+        TF_TEST(error_names_fall_back_to_the_number),
+        TF_TEST(log_callback_can_be_set_and_reset),
+        TF_TEST(log_callback_reentry_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

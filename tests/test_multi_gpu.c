@@ -847,20 +847,19 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(discovery_creates_no_context_in_a_fresh_process, test_reset),
-        cmocka_unit_test_setup(runtime_on_device_1_leaves_device_0_alone, test_reset),
-        cmocka_unit_test_setup(cublas_on_device_1_leaves_device_0_alone, test_reset),
-        cmocka_unit_test_setup(context_restored_across_devices, test_reset),
-        cmocka_unit_test_setup(failed_activation_keeps_the_other_devices_context, test_reset),
-        cmocka_unit_test_setup(availability_matches_the_driver_per_pair, test_reset),
-        cmocka_unit_test_setup(peer_copy_is_ordered_after_source_work, test_reset),
-        cmocka_unit_test_setup(peer_copy_without_direct_access_is_right, test_reset),
-        cmocka_unit_test_setup(memory_of_the_other_device_is_refused, test_reset),
-        cmocka_unit_test_setup(fault_of_the_destination_leaves_the_source_usable, test_reset),
-        cmocka_unit_test_setup(peer_copy_checks_the_destination_from_its_context, test_reset),
-        cmocka_unit_test_setup(peer_access_is_set_up_again_for_a_new_destination_context,
-                               test_reset),
-        cmocka_unit_test_setup(threads_use_both_devices, test_reset),
+        TF_TEST(discovery_creates_no_context_in_a_fresh_process),
+        TF_TEST(runtime_on_device_1_leaves_device_0_alone),
+        TF_TEST(cublas_on_device_1_leaves_device_0_alone),
+        TF_TEST(context_restored_across_devices),
+        TF_TEST(failed_activation_keeps_the_other_devices_context),
+        TF_TEST(availability_matches_the_driver_per_pair),
+        TF_TEST(peer_copy_is_ordered_after_source_work),
+        TF_TEST(peer_copy_without_direct_access_is_right),
+        TF_TEST(memory_of_the_other_device_is_refused),
+        TF_TEST(fault_of_the_destination_leaves_the_source_usable),
+        TF_TEST(peer_copy_checks_the_destination_from_its_context),
+        TF_TEST(peer_access_is_set_up_again_for_a_new_destination_context),
+        TF_TEST(threads_use_both_devices),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -335,8 +335,8 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(all_reduce_one_process_per_gpu, test_reset),
-        cmocka_unit_test_setup(all_reduce_one_process_both_gpus, test_reset),
+        TF_TEST(all_reduce_one_process_per_gpu),
+        TF_TEST(all_reduce_one_process_both_gpus),
     };
     /* Set before NCCL is loaded, here and in every child: NVLink multicast
      * stays off; the bootstrap talks over loopback unless told otherwise;

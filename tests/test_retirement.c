@@ -462,21 +462,21 @@ static void threads_retire_concurrently(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(released_once_the_stream_passed_it, test_reset),
-        cmocka_unit_test_setup(sync_runs_what_it_waited_for, test_reset),
-        cmocka_unit_test_setup(events_are_pooled, test_reset),
-        cmocka_unit_test_setup(full_queue_waits_for_the_stream, test_reset),
-        cmocka_unit_test_setup(event_creation_failure_falls_back, test_reset),
-        cmocka_unit_test_setup(event_record_failure_falls_back, test_reset),
-        cmocka_unit_test_setup(failed_barrier_leaks_and_reports, test_reset),
-        cmocka_unit_test_setup(failed_query_waits_for_the_stream, test_reset),
-        cmocka_unit_test_setup(failed_query_and_wait_leak, test_reset),
-        cmocka_unit_test_setup(teardown_drains_in_order, test_reset),
-        cmocka_unit_test_setup(teardown_without_proof_leaks, test_reset),
-        cmocka_unit_test_setup(bad_arguments, test_reset),
-        cmocka_unit_test_setup(release_may_call_the_library, test_reset),
-        cmocka_unit_test_setup(retirement_order_on_one_slot, test_reset),
-        cmocka_unit_test_setup(threads_retire_concurrently, test_reset),
+        TF_TEST(released_once_the_stream_passed_it),
+        TF_TEST(sync_runs_what_it_waited_for),
+        TF_TEST(events_are_pooled),
+        TF_TEST(full_queue_waits_for_the_stream),
+        TF_TEST(event_creation_failure_falls_back),
+        TF_TEST(event_record_failure_falls_back),
+        TF_TEST(failed_barrier_leaks_and_reports),
+        TF_TEST(failed_query_waits_for_the_stream),
+        TF_TEST(failed_query_and_wait_leak),
+        TF_TEST(teardown_drains_in_order),
+        TF_TEST(teardown_without_proof_leaks),
+        TF_TEST(bad_arguments),
+        TF_TEST(release_may_call_the_library),
+        TF_TEST(retirement_order_on_one_slot),
+        TF_TEST(threads_retire_concurrently),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
