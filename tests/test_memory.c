@@ -356,6 +356,17 @@ static void copy_within_the_device(void **state) {
     free(host);
 }
 
+/* The overlap check is exact: |src - dst| = len - 1 overlaps, len does not. */
+static void copy_overlap_boundary_is_exact(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t a = lib_alloc(rt, 64);
+    (void)state;
+    check_overlap_boundary(rt, NULL, a, 0);
+    assert_failure(tf_copy(rt, a, a + 7, 8), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "overlap");
+    lib_free(rt, a);
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* ---- peers --------------------------------------------------------------- */
 
 static void peer_copy_on_one_device(void **state) {
@@ -383,6 +394,7 @@ static void peer_copy_on_one_device(void **state) {
     assert_failure(tf_peer_copy_available(x, y, NULL), TF_ERROR_INVALID_ARGUMENT,
                    "tf_peer_copy_available", "out_available is NULL");
     assert_null(raw_current_context());
+    check_overlap_boundary(x, y, a, 1); /* one device: the same check as tf_copy */
     lib_free(x, a);
     lib_free(y, b);
     assert_ok(tf_runtime_release(y));
@@ -532,6 +544,7 @@ int main(void) {
         TF_TEST(upload_rejects_bad_input),
         TF_TEST(upload_failures_are_reported),
         TF_TEST(copy_within_the_device),
+        TF_TEST(copy_overlap_boundary_is_exact),
         TF_TEST(peer_copy_on_one_device),
         TF_TEST(peer_copy_between_devices),
         TF_TEST(peer_copy_without_direct_access),
