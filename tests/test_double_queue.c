@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -540,24 +541,112 @@ static void companion_work_is_queued_too(void **state)
     CUcontext c = use_primary();
     CUstream s = new_stream(CU_STREAM_NON_BLOCKING);
     struct job a = {0, 0, 0}, b = {0, 0, CUDA_ERROR_LAUNCH_FAILED}, dropped = {0, 0, 0};
-    CU(T->tfd_enqueue(s, "job", job_run, &a, job_drop));
+    CU(T->tfd_enqueue(s, "job", job_run, &a, job_drop, NULL));
     assert_int_equal(a.runs + a.drops, 0);
     CU(D->cuStreamSynchronize(s));
     assert_int_equal(a.runs, 1);
     assert_int_equal(a.drops, 1);
     /* a nonzero result faults the context; later work is dropped unrun */
-    CU(T->tfd_enqueue(s, "job", job_run, &b, job_drop));
-    CU(T->tfd_enqueue(s, "job", job_run, &dropped, job_drop));
+    CU(T->tfd_enqueue(s, "job", job_run, &b, job_drop, NULL));
+    CU(T->tfd_enqueue(s, "job", job_run, &dropped, job_drop, NULL));
     assert_int_equal(D->cuStreamSynchronize(s), CUDA_ERROR_LAUNCH_FAILED);
     assert_int_equal(dropped.runs, 0);
     assert_int_equal(dropped.drops, 1);
     T->tfd_poison_context(c, 0);
     /* a bad stream queues nothing and leaves the argument alone */
-    assert_int_equal(T->tfd_enqueue((void *)(uintptr_t)0x990, "job", job_run, &a, job_drop),
+    assert_int_equal(T->tfd_enqueue((void *)(uintptr_t)0x990, "job", job_run, &a, job_drop, NULL),
                      CUDA_ERROR_INVALID_HANDLE);
-    assert_int_equal(T->tfd_enqueue(s, "job", NULL, &a, job_drop), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(T->tfd_enqueue(s, "job", NULL, &a, job_drop, NULL), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(a.drops, 1);
     CU(D->cuStreamDestroy(s));
+}
+
+/* ---- the NCCL double ------------------------------------------------------------------- */
+
+struct nccl_id {
+    char internal[128];
+};
+
+struct nccl {
+    int (*unique_id)(struct nccl_id *id);
+    int (*init_rank)(void **comm, int nranks, struct nccl_id id, int rank);
+    int (*all_reduce)(const void *, void *, size_t, int, int, void *, void *);
+    int (*destroy)(void *comm);
+};
+
+static void load_nccl(struct nccl *n)
+{
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW);
+    assert_non_null(lib);
+    *(void **)&n->unique_id = dlsym(lib, "ncclGetUniqueId");
+    *(void **)&n->init_rank = dlsym(lib, "ncclCommInitRank");
+    *(void **)&n->all_reduce = dlsym(lib, "ncclAllReduce");
+    *(void **)&n->destroy = dlsym(lib, "ncclCommDestroy");
+    assert_true(n->unique_id && n->init_rank && n->all_reduce && n->destroy);
+}
+
+/* Two ranks in this process on two streams: syncing one stream makes the
+ * other arrive (its stream runs up to its part).  A collective that can
+ * never complete -- a rank of this process with nothing queued, or a rank
+ * whose stream waits for work after the other rank's part -- faults the
+ * context with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging. */
+static void collectives_meet_or_fault(void **state)
+{
+    (void)state;
+    NEED_DOUBLE();
+    CUcontext c = use_primary();
+    struct nccl n;
+    load_nccl(&n);
+    struct nccl_id id;
+    void *comm[2];
+    CUstream s[2] = {new_stream(CU_STREAM_NON_BLOCKING), new_stream(CU_STREAM_NON_BLOCKING)};
+    CUdeviceptr p[2] = {new_words(4), new_words(4)};
+    assert_int_equal(n.unique_id(&id), 0);
+    for (int r = 0; r < 2; ++r) {
+        assert_int_equal(n.init_rank(&comm[r], 2, id, r), 0);
+        CU(D->cuMemsetD32Async(p[r], (unsigned)(r + 1), 4, s[r]));
+        assert_int_equal(n.all_reduce((void *)(uintptr_t)p[r], (void *)(uintptr_t)p[r], 4,
+                                      2 /* int32 */, 0 /* sum */, comm[r], s[r]),
+                         0);
+    }
+    assert_int_equal(n.init_rank(&comm[0], 2, id, 0), 5);   /* that rank is here already */
+    CU(D->cuStreamSynchronize(s[0]));
+    assert_int_equal(T->tfd_pending(s[1]), 0);            /* rank 1 was made to arrive */
+    assert_int_equal(word(p[0]), 3);
+    assert_int_equal(word(p[1]), 3);
+    /* rank 1 has nothing queued for the next one */
+    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0,
+                                  comm[0], s[0]),
+                     0);
+    assert_int_equal(D->cuStreamSynchronize(s[0]), CUDA_ERROR_LAUNCH_TIMEOUT);
+    T->tfd_poison_context(c, 0);
+    /* a cycle: rank 1's stream waits for work queued after rank 0's part */
+    CUevent e = NULL;
+    CU(D->cuEventCreate(&e, 0));
+    struct nccl_id id2;
+    void *comm2[2];
+    assert_int_equal(n.unique_id(&id2), 0);
+    assert_int_equal(n.init_rank(&comm2[0], 2, id2, 0), 0);
+    assert_int_equal(n.init_rank(&comm2[1], 2, id2, 1), 0);
+    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0,
+                                  comm2[0], s[0]),
+                     0);
+    CU(D->cuEventRecord(e, s[0]));
+    CU(D->cuStreamWaitEvent(s[1], e, 0));
+    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[1], (void *)(uintptr_t)p[1], 4, 2, 0,
+                                  comm2[1], s[1]),
+                     0);
+    assert_int_equal(D->cuStreamSynchronize(s[0]), CUDA_ERROR_LAUNCH_TIMEOUT);
+    assert_int_equal(T->tfd_pending_total(), 0);
+    T->tfd_poison_context(c, 0);
+    for (int r = 0; r < 2; ++r) {
+        assert_int_equal(n.destroy(comm[r]), 0);
+        assert_int_equal(n.destroy(comm2[r]), 0);
+        CU(D->cuStreamDestroy(s[r]));
+        CU(D->cuMemFree(p[r]));
+    }
+    assert_int_equal(n.destroy(comm[0]), 4);
+    CU(D->cuEventDestroy(e));
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
@@ -629,6 +718,7 @@ int main(void)
         TEST(faults_come_when_the_work_runs),
         TEST(frees_and_destruction_run_queued_work),
         TEST(companion_work_is_queued_too),
+        TEST(collectives_meet_or_fault),
         TEST(threads_progress_their_own_streams),
     };
     return cmocka_run_group_tests_name("cuda_double_queue", tests, group_setup, NULL);

@@ -514,7 +514,7 @@ int tfd_stream_status(void *stream)
 }
 
 int tfd_enqueue(void *stream, const char *what, int (*run)(void *arg), void *arg,
-                void (*drop)(void *arg))
+                void (*drop)(void *arg), struct tfd_ticket *ticket)
 {
     Lock l = locked();
     Context *cur = nullptr;
@@ -532,8 +532,22 @@ int tfd_enqueue(void *stream, const char *what, int (*run)(void *arg), void *arg
     Op op;
     op.what = what != nullptr ? what : "tfd_enqueue";
     op.body = [run, owned](Context &) { return run(owned.get()); };
-    enqueue(key, cur->handle, std::move(op));
+    uint64_t seq = enqueue(key, cur->handle, std::move(op));
+    if (ticket != nullptr)
+        *ticket = tfd_ticket{key, seq};
     return CUDA_SUCCESS;
+}
+
+int tfd_reached(const struct tfd_ticket *ticket)
+{
+    Lock l = locked();
+    return ticket == nullptr || reached(ticket->stream_key, ticket->seq) ? 1 : 0;
+}
+
+int tfd_advance(const struct tfd_ticket *ticket)
+{
+    Lock l = locked();
+    return ticket == nullptr || advance(ticket->stream_key, ticket->seq) ? 0 : -1;
 }
 
 void *tfd_cublas_register(void)

@@ -208,7 +208,7 @@ cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, cons
         return CUBLAS_STATUS_EXECUTION_FAILED;
     bool device_scalars = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
     auto *job = new GemmJob<T>{g, device_scalars, alpha, beta, alpha_p, beta_p, A, B, C};
-    if (tfd_enqueue(h->stream, "cublasGemm", run_gemm<T>, job, drop_gemm<T>) != 0) {
+    if (tfd_enqueue(h->stream, "cublasGemm", run_gemm<T>, job, drop_gemm<T>, nullptr) != 0) {
         delete job;
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }

@@ -61,6 +61,13 @@ void add_legacy_waits(uint64_t key, uint64_t ctx, std::deque<Op> *out)
     }
 }
 
+void fault(uint64_t ctx, int code)
+{
+    Context *c = find_context(ctx);
+    if (c != nullptr && c->poison == 0)
+        c->poison = code;
+}
+
 // Run what an op does, unless its context has a sticky fault.
 void execute(Op &op)
 {
@@ -80,21 +87,45 @@ void execute(Op &op)
     } catch (...) {
         rc = CUDA_ERROR_UNKNOWN;
     }
-    if (rc != 0 && c->poison == 0)
-        c->poison = rc;
+    if (rc != 0)
+        fault(op.ctx, rc);
 }
 
-// Run the first op of a non-empty queue: a wait first runs what it waits for.
-void run_front(uint64_t key)
+// Marks a queue as running its front op for a scope.
+class Running {
+public:
+    explicit Running(Queue &q) : q_(q) { q_.running = true; }
+    ~Running() { q_.running = false; }
+    Running(const Running &) = delete;
+    Running &operator=(const Running &) = delete;
+
+private:
+    Queue &q_;
+};
+
+// Run the first op of a queue: a wait first runs what it waits for.  False
+// when the queue is empty or already running an op further up this
+// thread's stack (a cycle: only a companion's op that makes other streams
+// progress, tfd_advance, can get here).  A wait that cannot be met for that
+// reason faults its context with CUDA_ERROR_LAUNCH_TIMEOUT: on a device it
+// would never end.
+bool run_front(uint64_t key)
 {
     Queue *q = find_queue(key);
-    if (q->ops.front().wait_key != 0)
-        advance(q->ops.front().wait_key, q->ops.front().wait_seq);
+    if (q == nullptr || q->ops.empty() || q->running)
+        return false;
+    Running running(*q);
+    bool met = q->ops.front().wait_key == 0 ||
+               advance(q->ops.front().wait_key, q->ops.front().wait_seq);
     // Running other streams never adds or removes queues: q is still valid.
     Op op = std::move(q->ops.front());
     q->ops.pop_front();
-    execute(op);
+    if (met)
+        execute(op);
+    else
+        fault(op.ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
     ++q->executed;
+    return true;
 }
 
 // ---- background mode -----------------------------------------------------------
@@ -199,10 +230,12 @@ bool reached(uint64_t key, uint64_t seq)
     return q == nullptr || q->executed >= seq;
 }
 
-void advance(uint64_t key, uint64_t seq)
+bool advance(uint64_t key, uint64_t seq)
 {
     while (!reached(key, seq))
-        run_front(key);
+        if (!run_front(key))
+            return false;
+    return true;
 }
 
 void drain_stream(uint64_t key)
@@ -215,8 +248,8 @@ void drain_stream(uint64_t key)
 uint64_t step(uint64_t key, uint64_t n)
 {
     uint64_t ran = 0;
-    for (const Queue *q = find_queue(key); q != nullptr && !q->ops.empty() && ran < n; ++ran)
-        run_front(key);
+    while (ran < n && run_front(key))
+        ++ran;
     return ran;
 }
 

@@ -62,6 +62,7 @@ struct Queue {
     std::deque<Op> ops;       // queued, not yet run
     uint64_t enqueued = 0;    // ops ever queued (the last one's sequence number)
     uint64_t executed = 0;    // ops ever run or dropped
+    bool running = false;     // its front op is being run (see run_front)
 };
 
 // All of the following expect the double's mutex to be held.
@@ -76,11 +77,13 @@ uint64_t enqueue(uint64_t key, uint64_t ctx, Op op);
 // Whether stream `key` has run its op number `seq` (true for a stream that
 // no longer exists: it was drained before it went).
 bool reached(uint64_t key, uint64_t seq);
-// Run stream `key` until it has run op `seq`.
-void advance(uint64_t key, uint64_t seq);
+// Run stream `key` until it has run op `seq`.  False only when that needs a
+// stream that is running an op further up the calling thread's stack (a
+// companion's op making other streams progress, in a cycle).
+bool advance(uint64_t key, uint64_t seq);
 // Run every op queued on `key` so far.
 void drain_stream(uint64_t key);
-// Run up to n ops of `key`; returns how many ran.
+// Run up to n ops of `key`; returns how many ran (0 for a running queue).
 uint64_t step(uint64_t key, uint64_t n);
 // Every stream of a context; every stream of every context on a device;
 // every stream.

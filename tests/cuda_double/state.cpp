@@ -30,7 +30,8 @@ std::string canonical(const char *entry)
 
 bool is_driver_entry(const std::string &name)
 {
-    return name.compare(0, 6, "cublas") != 0 && name.compare(0, 5, "nvrtc") != 0;
+    return name.compare(0, 6, "cublas") != 0 && name.compare(0, 5, "nvrtc") != 0 &&
+           name.compare(0, 4, "nccl") != 0;
 }
 
 // A rule fires for the matching calls number nth .. nth+times-1 it has seen.

@@ -184,8 +184,8 @@ using Lock = std::unique_lock<std::recursive_mutex>;
 // Canonical spelling of an entry name ("cuGetProcAddress_v2" is counted as
 // "cuGetProcAddress").
 std::string canonical(const char *entry);
-// Driver entries are matched by the "*" fault wildcard; cuBLAS and NVRTC
-// entries are not.
+// Driver entries are matched by the "*" fault wildcard; cuBLAS, NVRTC and
+// NCCL entries are not.
 bool is_driver_entry(const std::string &name);
 
 // Log and count one call of `entry` and evaluate the fault rules.  Must be

@@ -4,7 +4,8 @@
  * memory, every driver entry point tenferro-gpu resolves (src/driver_entries.inc).
  * Tests put its folder first on LD_LIBRARY_PATH; the library under test then
  * loads it exactly as it loads the real driver.  Companion doubles
- * libcublas.so.13 / libcublas.so.12 and libnvrtc.so.13 share its state.
+ * libcublas.so.13 / libcublas.so.12, libnvrtc.so.13 and libnccl.so.2 share
+ * its state.
  *
  * Tests never link these functions directly: tests/support/double_link.h
  * resolves them with dlsym from whatever libcuda.so.1 the process loaded, so
@@ -287,16 +288,30 @@ int tfd_enter(const char *entry);
 int tfd_enter_ex(const char *entry, int *after_code);
 /* Host view of [dptr, dptr+bytes) if inside one live allocation, else NULL. */
 void *tfd_translate(uint64_t dptr, size_t bytes);
+/* Where an op sits: its stream and its position there. */
+struct tfd_ticket {
+    uint64_t stream_key;
+    uint64_t seq;
+};
 /* Queue work on `stream` (NULL: the legacy default stream) of the current
  * context, checked as tfd_stream_status does.  Returns 0 when queued: the
  * double then owns `arg` and calls run(arg) when the stream runs the op
  * (with its mutex held; a nonzero return is a CUresult that faults the
  * context, e.g. CUDA_ERROR_ILLEGAL_ADDRESS), then drop(arg) (if not NULL),
  * once; an op dropped because its context faulted only gets drop(arg).
- * Otherwise returns the CUresult, queues nothing and leaves `arg` to the
- * caller.  `what` (a static string) names the op. */
+ * *ticket (if not NULL) then says where the op sits.  Otherwise returns the
+ * CUresult, queues nothing and leaves `arg` to the caller.  `what` (a
+ * static string) names the op. */
 int tfd_enqueue(void *stream, const char *what, int (*run)(void *arg), void *arg,
-                void (*drop)(void *arg));
+                void (*drop)(void *arg), struct tfd_ticket *ticket);
+/* Whether the op of `ticket` has run (or was dropped). */
+int tfd_reached(const struct tfd_ticket *ticket);
+/* Run the ticket's stream until its op has run, as a synchronizing call
+ * would; for an op that must meet ops of other streams (a collective),
+ * from inside its run().  0, or -1 when that needs a stream that is running
+ * an op further up this thread's stack (a cycle: on a device it would never
+ * end). */
+int tfd_advance(const struct tfd_ticket *ticket);
 /* The double's mutex (recursive).  A companion holds it around work that
  * reads the double's state or device memory, so that it runs atomically
  * with respect to driver calls on other threads. */
