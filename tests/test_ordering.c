@@ -5,9 +5,12 @@
  *    up to the work queued before the call;
  *  - tf_workspace_retire releases only once the slot's stream has run the
  *    work queued before the retirement;
- *  - a page-locked upload source may be reused when tf_upload returns.
- * Each test also runs on a GPU, where it checks the same results without
- * looking at the queues. */
+ *  - a page-locked upload source may be reused when tf_upload returns;
+ *  - a staged download hands a staging buffer back to the device only once
+ *    the host copied it out (with the double's background thread running
+ *    device work as soon as it is queued).
+ * The tests that do not need the double also run on a GPU, where they check
+ * the same results without looking at the queues. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,12 +177,45 @@ static void page_locked_upload_source_is_free_on_return(void **state) {
     close_slots(&s);
 }
 
+/* ---- the device running alongside the host ---------------------------------- */
+
+/* A staged download reuses its page-locked buffers while the double's
+ * background thread runs the device copies as soon as they are queued: a
+ * buffer handed back to the device before the host copied it out shows as
+ * wrong bytes (most of the time: the two race, as on a GPU). */
+static void staged_download_with_the_device_running_alongside(void **state) {
+    const size_t n = 24 * ((size_t)1 << 20) + 5;
+    tf_runtime *rt;
+    unsigned char *host = malloc(n);
+    uint64_t d;
+    int round;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_non_null(host);
+    rt = runtime_with(1, 4, 256 << 10);
+    d = lib_alloc(rt, n);
+    fill_pattern(host, n, 81);
+    assert_ok(tf_upload(rt, host, d, n));
+    tfd()->tfd_set_background_delay_us(0);
+    tfd()->tfd_set_execution(TFD_EXEC_BACKGROUND);
+    for (round = 0; round < 4; ++round) {
+        memset(host, 0, n);
+        assert_ok(tf_download(rt, d, host, n));
+        assert_pattern(host, n, 81);
+    }
+    tfd()->tfd_set_execution(TFD_EXEC_DEFERRED);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(host);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(slot_wait_orders_the_other_slots_work),
         TF_TEST(event_wait_orders_the_recorded_work),
         TF_TEST(retirement_waits_for_the_work_before_it),
         TF_TEST(page_locked_upload_source_is_free_on_return),
+        TF_TEST(staged_download_with_the_device_running_alongside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
