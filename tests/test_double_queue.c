@@ -350,39 +350,76 @@ static void reset_runs_queued_work_and_restores_defaults(void **state)
     CU(D->cuMemFree(p));
 }
 
-/* Host code spinning on page-locked memory the device writes sees it change
- * without any synchronizing call, once the background delay has passed. */
-static void background_mode_runs_work_after_the_delay(void **state)
+/* What a host-side scalar read does: the device copies a value into
+ * page-locked memory and then sets a flag there (through the mapped device
+ * address); the host spins on the flag for up to `spin_ms`, and falls back to
+ * waiting for the stream if it did not come.  Returns 1 when the spin saw
+ * the flag, 0 when it fell back; *value is the value either way. */
+static int read_with_spin(CUstream s, CUdeviceptr src, uint32_t *host, double spin_ms,
+                          uint32_t *value)
+{
+    uint32_t *flag = host + 1;
+    CUdeviceptr flag_dev = 0;
+    int spun = 0;
+    __atomic_store_n(flag, 0u, __ATOMIC_RELAXED);
+    CU(D->cuMemHostGetDevicePointer(&flag_dev, flag, 0));
+    assert_true(flag_dev == (CUdeviceptr)(uintptr_t)flag);   /* unified addressing */
+    CU(D->cuMemcpyDtoHAsync(host, src, 4, s));
+    CU(D->cuMemsetD32Async(flag_dev, 1, 1, s));
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 1) {
+            spun = 1;
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double ms = 1e3 * (double)(now.tv_sec - start.tv_sec) +
+                    1e-6 * (double)(now.tv_nsec - start.tv_nsec);
+        if (ms > spin_ms)
+            break;
+    }
+    if (!spun)
+        CU(D->cuStreamSynchronize(s));   /* the blocking fallback */
+    *value = __atomic_load_n(host, __ATOMIC_RELAXED);
+    return spun;
+}
+
+/* In background mode host code spinning on page-locked memory the device
+ * writes sees it change without any synchronizing call once the delay has
+ * passed; with a delay longer than the spin, or in deferred mode, it must
+ * fall back to waiting. */
+static void background_mode_lets_host_spins_succeed(void **state)
 {
     (void)state;
     NEED_DOUBLE();
     use_primary();
     CUstream s = new_stream(CU_STREAM_NON_BLOCKING);
     CUdeviceptr p = new_words(1);
-    volatile uint32_t *flag = NULL;
-    CU(D->cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
-    *flag = 0;
-    T->tfd_set_background_delay_us(50 * 1000);
-    T->tfd_set_execution(TFD_EXEC_BACKGROUND);
+    uint32_t *host = NULL, value = 0;
+    CU(D->cuMemHostAlloc((void **)&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
     CU(D->cuMemsetD32Async(p, 77, 1, s));
-    CU(D->cuMemcpyDtoHAsync((void *)flag, p, 4, s));
-    assert_int_equal(T->tfd_pending(s), 2);       /* younger than the delay */
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    double waited = 0;
-    while (T->tfd_pending(s) != 0 && waited < 10.0) {
-        usleep(1000);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        waited = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
-    }
-    assert_int_equal(T->tfd_pending(s), 0);
-    assert_int_equal(*flag, 77);
-    /* back to deferred: nothing runs by itself any more */
-    T->tfd_set_execution(TFD_EXEC_DEFERRED);
+    /* deferred: nothing runs by itself, the spin falls back */
+    assert_int_equal(read_with_spin(s, p, host, 20, &value), 0);
+    assert_int_equal(value, 77);
+    /* background, short delay: the spin sees the flag */
+    T->tfd_set_background_delay_us(100);
+    T->tfd_set_execution(TFD_EXEC_BACKGROUND);
     CU(D->cuMemsetD32Async(p, 78, 1, s));
-    usleep(100 * 1000);
+    assert_int_equal(read_with_spin(s, p, host, 10000, &value), 1);
+    assert_int_equal(value, 78);
+    /* background, a delay longer than the spin: it falls back */
+    T->tfd_set_background_delay_us(500 * 1000);
+    CU(D->cuMemsetD32Async(p, 79, 1, s));
+    assert_int_equal(read_with_spin(s, p, host, 20, &value), 0);
+    assert_int_equal(value, 79);
+    assert_int_equal(T->tfd_pending(s), 0);
+    /* back to deferred: queued work stays queued */
+    T->tfd_set_execution(TFD_EXEC_DEFERRED);
+    CU(D->cuMemsetD32Async(p, 80, 1, s));
+    usleep(50 * 1000);
     assert_int_equal(T->tfd_pending(s), 1);
-    CU(D->cuMemFreeHost((void *)flag));
+    CU(D->cuMemFreeHost(host));
     CU(D->cuStreamDestroy(s));
     CU(D->cuMemFree(p));
 }
@@ -713,7 +750,7 @@ int main(void)
         TEST(events_complete_when_their_record_runs),
         TEST(sync_mode_runs_work_at_once),
         TEST(reset_runs_queued_work_and_restores_defaults),
-        TEST(background_mode_runs_work_after_the_delay),
+        TEST(background_mode_lets_host_spins_succeed),
         TEST(host_functions_run_in_order_and_may_not_call_the_driver),
         TEST(faults_come_when_the_work_runs),
         TEST(frees_and_destruction_run_queued_work),

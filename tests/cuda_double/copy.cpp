@@ -27,12 +27,41 @@ static bool host_pointer_ok(const void *p)
     return p != nullptr && (top == 0 || top == (uintptr_t(1) << 17) - 1);
 }
 
+// Writes n bytes at dst (device memory's backing store, or host memory).
+// Page-locked host memory may be read by host code spinning on it while the
+// background thread runs this op: it is written with atomic release stores
+// (plain stores on x86), so that a reader using atomic loads sees no data
+// race, and a later op's store (a flag) publishes this one's.
+static void store(unsigned char *dst, const void *src, size_t n)
+{
+    const unsigned char *s = static_cast<const unsigned char *>(src);
+    if (!page_locked(dst, n)) {
+        std::memmove(dst, s, n);
+        return;
+    }
+    std::vector<unsigned char> copy;
+    if (s < dst + n && dst < s + n) {   // overlapping: copy first
+        copy.assign(s, s + n);
+        s = copy.data();
+    }
+    size_t i = 0;
+    for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 8 != 0; ++i)
+        __atomic_store_n(dst + i, s[i], __ATOMIC_RELEASE);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s + i, 8);
+        __atomic_store_n(reinterpret_cast<uint64_t *>(dst + i), w, __ATOMIC_RELEASE);
+    }
+    for (; i < n; ++i)
+        __atomic_store_n(dst + i, s[i], __ATOMIC_RELEASE);
+}
+
 static int write_device(CUdeviceptr dst, const void *src, size_t bytes)
 {
     unsigned char *d = device_range(dst, bytes);
     if (d == nullptr)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
-    std::memcpy(d, src, bytes);
+    store(d, src, bytes);
     return 0;
 }
 
@@ -59,7 +88,7 @@ static Op dtoh_op(const char *what, void *dst, CUdeviceptr src, size_t bytes)
         const unsigned char *s = device_range(src, bytes);
         if (s == nullptr)
             return int(CUDA_ERROR_ILLEGAL_ADDRESS);
-        std::memcpy(dst, s, bytes);
+        store(static_cast<unsigned char *>(dst), s, bytes);
         return 0;
     };
     return op;
@@ -74,7 +103,7 @@ static Op dtod_op(const char *what, CUdeviceptr dst, CUdeviceptr src, size_t byt
         const unsigned char *s = device_range(src, bytes);
         if (d == nullptr || s == nullptr)
             return int(CUDA_ERROR_ILLEGAL_ADDRESS);
-        std::memmove(d, s, bytes);
+        store(d, s, bytes);
         return 0;
     };
     return op;
@@ -198,7 +227,7 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
         const unsigned char *s = peer_range(src, bytes, sh);
         if (d == nullptr || s == nullptr)
             return int(CUDA_ERROR_ILLEGAL_ADDRESS);
-        std::memmove(d, s, bytes);
+        store(d, s, bytes);
         return 0;
     };
     return submit(key, *cur, std::move(op), false);
@@ -224,8 +253,13 @@ static CUresult memset_async(const char *what, CUdeviceptr dst, T value, size_t 
         unsigned char *d = device_range(dst, count * sizeof(T));
         if (d == nullptr)
             return int(CUDA_ERROR_ILLEGAL_ADDRESS);
-        for (size_t i = 0; i < count; ++i)
-            std::memcpy(d + i * sizeof(T), &value, sizeof(T));
+        if (page_locked(d, count * sizeof(T))) {
+            std::vector<T> values(count, value);
+            store(d, values.data(), count * sizeof(T));
+        } else {
+            for (size_t i = 0; i < count; ++i)
+                std::memcpy(d + i * sizeof(T), &value, sizeof(T));
+        }
         return 0;
     };
     return submit(key, *cur, std::move(op), false);

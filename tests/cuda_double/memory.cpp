@@ -86,11 +86,17 @@ static std::map<uint64_t, DeviceAlloc>::iterator freeable(CUdeviceptr dptr)
     return it == m.end() || it->second.free_queued ? m.end() : it;
 }
 
+unsigned char *mapped_range(CUdeviceptr dptr, size_t bytes)
+{
+    void *p = reinterpret_cast<void *>(static_cast<uintptr_t>(dptr));
+    return page_locked(p, bytes) ? static_cast<unsigned char *>(p) : nullptr;
+}
+
 unsigned char *device_range(CUdeviceptr dptr, size_t bytes)
 {
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes, &base);
-    return a == nullptr ? nullptr : a->host + (dptr - base);
+    return a == nullptr ? mapped_range(dptr, bytes) : a->host + (dptr - base);
 }
 
 CUresult need_stream(CUstream stream, Context **cur, uint64_t *key)
@@ -252,6 +258,19 @@ bool page_locked(const void *p, size_t bytes)
     return h != nullptr && bytes <= h->size - (reinterpret_cast<uintptr_t>(p) - base);
 }
 
+// With unified addressing every cuMemHostAlloc block is mapped, at the
+// same address on the device.
+static CUresult host_device_pointer(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    CUresult rc = need_context(nullptr);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (dptr == nullptr || flags != 0 || !page_locked(p, 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    *dptr = reinterpret_cast<uintptr_t>(p);
+    return CUDA_SUCCESS;
+}
+
 static CUresult device_pointer_attribute(void *data, int attribute, CUdeviceptr ptr,
                                          uint64_t base, const DeviceAlloc &a)
 {
@@ -351,6 +370,11 @@ CUresult entry::d_cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 CUresult entry::d_cuMemFreeHost(void *p)
 {
     return run("cuMemFreeHost", [&] { return free_host(p); });
+}
+
+CUresult entry::d_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    return run("cuMemHostGetDevicePointer", [&] { return host_device_pointer(dptr, p, flags); });
 }
 
 CUresult entry::d_cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)

@@ -362,7 +362,7 @@ static unsigned char *kernel_range(const Context &cur, uint64_t dptr, uint64_t b
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes == 0 ? 1 : bytes, &base);
     if (a == nullptr)
-        return nullptr;
+        return mapped_range(dptr, bytes == 0 ? 1 : bytes);   // reachable from every device
     bool reachable = a->device == cur.device;
     for (uint64_t peer : cur.peers) {
         const Context *p = find_context(peer);

@@ -247,8 +247,12 @@ void reclaim_context(Context &ctx);
 
 // Allocation that wholly contains [dptr, dptr+bytes), or nullptr.
 DeviceAlloc *find_alloc(uint64_t dptr, uint64_t bytes, uint64_t *base = nullptr);
-// Host view of a device range inside one allocation (find_alloc), or nullptr.
+// Host view of a device range inside one allocation (find_alloc), or of
+// page-locked host memory (mapped_range), or nullptr.
 unsigned char *device_range(CUdeviceptr dptr, size_t bytes);
+// Page-locked host memory seen from the device: with unified addressing a
+// cuMemHostAlloc block is mapped at its host address.  nullptr otherwise.
+unsigned char *mapped_range(CUdeviceptr dptr, size_t bytes);
 // Pinned host allocation containing `p`, or nullptr.
 const HostAlloc *find_host(uintptr_t p, uintptr_t *base);
 // Whether [p, p+bytes) lies in page-locked host memory the double knows

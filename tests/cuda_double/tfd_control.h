@@ -196,7 +196,12 @@ int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
  * cuMemHostAlloc block) stages the bytes at the call, so the caller may
  * reuse the source at once; a DtoH copy to pageable memory returns when
  * done (above).  Page-locked memory is read and written when the copy runs,
- * so reusing it too early shows.
+ * so reusing it too early shows.  As with unified addressing, every
+ * cuMemHostAlloc block is also device memory at its host address
+ * (cuMemHostGetDevicePointer returns it): copies, memsets and kernels may
+ * write it.  Ops write page-locked memory with atomic release stores, so
+ * host code spinning on it with atomic loads (while the background thread
+ * runs the ops) has no data race.
  *
  * Faults: an op of a context with a sticky fault (tfd_poison_context, or a
  * fault raised by an earlier op) is dropped, not run; the stream still moves
