@@ -307,7 +307,7 @@ static struct fixture {
 } fx;
 
 static int fixture_up(void **state) {
-    test_reset(state);
+    test_setup(state);
     fx.rt = new_runtime_with_slots(4);
     if (tf_alloc(fx.rt, 64, &fx.d) != TF_OK ||
         tf_module_load(fx.rt, kPtx, sizeof kPtx, &fx.module) != TF_OK ||
@@ -318,11 +318,10 @@ static int fixture_up(void **state) {
 }
 
 static int fixture_down(void **state) {
-    (void)state;
     assert_ok(tf_module_release(fx.module));
     assert_ok(tf_free(fx.rt, fx.d));
     assert_ok(tf_runtime_release(fx.rt));
-    return 0;
+    return test_teardown(state);
 }
 
 /* Options, configurations and error records with one field wrong. */
@@ -511,17 +510,16 @@ static void slot_lock_reentry_is_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(null_handle_is_an_invalid_argument, test_reset),
-        cmocka_unit_test_setup(released_handle_is_an_invalid_handle, test_reset),
-        cmocka_unit_test_setup(foreign_pointer_is_an_invalid_handle, test_reset),
-        cmocka_unit_test_setup(second_runtime_is_checked_like_the_first, test_reset),
-        cmocka_unit_test_setup(null_outputs_are_refused, test_reset),
-        cmocka_unit_test_setup(null_object_is_an_invalid_argument, test_reset),
-        cmocka_unit_test_setup(foreign_object_is_an_invalid_argument, test_reset),
-        cmocka_unit_test_setup_teardown(bad_arguments_get_their_status_and_message, fixture_up,
-                                        fixture_down),
-        cmocka_unit_test_setup_teardown(zero_lengths_check_nothing, fixture_up, fixture_down),
-        cmocka_unit_test_setup_teardown(slot_lock_reentry_is_refused, fixture_up, fixture_down),
+        TF_TEST(null_handle_is_an_invalid_argument),
+        TF_TEST(released_handle_is_an_invalid_handle),
+        TF_TEST(foreign_pointer_is_an_invalid_handle),
+        TF_TEST(second_runtime_is_checked_like_the_first),
+        TF_TEST(null_outputs_are_refused),
+        TF_TEST(null_object_is_an_invalid_argument),
+        TF_TEST(foreign_object_is_an_invalid_argument),
+        TF_TEST_FIXTURE(bad_arguments_get_their_status_and_message, fixture_up, fixture_down),
+        TF_TEST_FIXTURE(zero_lengths_check_nothing, fixture_up, fixture_down),
+        TF_TEST_FIXTURE(slot_lock_reentry_is_refused, fixture_up, fixture_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

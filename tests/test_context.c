@@ -222,18 +222,18 @@ static void null_callback_is_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(from_no_context_restores_null, test_reset),
-        cmocka_unit_test_setup(from_another_context_restores_it, test_reset),
-        cmocka_unit_test_setup(fast_path_when_primary_is_current, test_reset),
-        cmocka_unit_test_setup(slow_path_costs_three_driver_calls, test_reset),
-        cmocka_unit_test_setup(callback_error_is_reported_and_context_restored, test_reset),
-        cmocka_unit_test_setup(get_current_failure_skips_the_callback, test_reset),
-        cmocka_unit_test_setup(activation_failure_leaves_caller_context, test_reset),
-        cmocka_unit_test_setup(partial_activation_is_rolled_back, test_reset),
-        cmocka_unit_test_setup(restore_failure_goes_to_the_log, test_reset),
-        cmocka_unit_test_setup(restore_failure_on_deinit_is_still_logged, test_reset),
-        cmocka_unit_test_setup(nested_calls_restore_each_level, test_reset),
-        cmocka_unit_test_setup(null_callback_is_refused, test_reset),
+        TF_TEST(from_no_context_restores_null),
+        TF_TEST(from_another_context_restores_it),
+        TF_TEST(fast_path_when_primary_is_current),
+        TF_TEST(slow_path_costs_three_driver_calls),
+        TF_TEST(callback_error_is_reported_and_context_restored),
+        TF_TEST(get_current_failure_skips_the_callback),
+        TF_TEST(activation_failure_leaves_caller_context),
+        TF_TEST(partial_activation_is_rolled_back),
+        TF_TEST(restore_failure_goes_to_the_log),
+        TF_TEST(restore_failure_on_deinit_is_still_logged),
+        TF_TEST(nested_calls_restore_each_level),
+        TF_TEST(null_callback_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,8 +37,8 @@ void unknown_exception_becomes_callback_error(void **) {
 
 int main() {
     const CMUnitTest tests[] = {
-        cmocka_unit_test_setup(std_exception_becomes_callback_error, test_reset),
-        cmocka_unit_test_setup(unknown_exception_becomes_callback_error, test_reset),
+        TF_TEST(std_exception_becomes_callback_error),
+        TF_TEST(unknown_exception_becomes_callback_error),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

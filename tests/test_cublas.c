@@ -415,6 +415,7 @@ static void teardown_failure_leaks_the_handle(void **state) {
     assert_non_null(strstr(warnings, "cuBLAS handles"));
     assert_int_equal(tfd()->tfd_calls("cublasDestroy_v2"), 0);
     assert_int_equal(tfd()->tfd_calls("cuMemFree"), 0);
+    test_leaves_live(TFD_CUBLAS_HANDLES, 1); /* the leak */
 }
 
 static void teardown_destroy_failures_are_logged(void **state) {
@@ -432,6 +433,7 @@ static void teardown_destroy_failures_are_logged(void **state) {
     assert_non_null(strstr(warnings, "cuMemFree of a cuBLAS workspace failed"));
     assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
     assert_null(raw_current_context());
+    test_leaves_live(TFD_CUBLAS_HANDLES, 1); /* the handle cuBLAS refused to destroy */
 }
 
 /* ---- GEMMs against a CPU reference ----------------------------------------- */
@@ -606,23 +608,23 @@ static void threads_enqueue_on_their_slots(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(handle_is_made_once_bound_and_reused, test_reset),
-        cmocka_unit_test_setup(warm_enqueue_makes_only_the_calls_it_needs, test_reset),
-        cmocka_unit_test_setup(each_slot_has_its_own_handle, test_reset),
-        cmocka_unit_test_setup(workspace_size_comes_from_the_options, test_reset),
-        cmocka_unit_test_setup(bad_arguments_are_refused, test_reset),
-        cmocka_unit_test_setup(symbols_and_version_come_from_the_loaded_cublas, test_reset),
-        cmocka_unit_test_setup(create_failure, test_reset),
-        cmocka_unit_test_setup(set_stream_failure_destroys_the_handle, test_reset),
-        cmocka_unit_test_setup(workspace_allocation_failure_destroys_the_handle, test_reset),
-        cmocka_unit_test_setup(set_workspace_failure_frees_it_and_destroys_the_handle, test_reset),
-        cmocka_unit_test_setup(pointer_mode_failure_skips_the_callback, test_reset),
-        cmocka_unit_test_setup(callback_status_is_a_provider_error, test_reset),
-        cmocka_unit_test_setup(reentry_is_refused_not_deadlocked, test_reset),
-        cmocka_unit_test_setup(teardown_failure_leaks_the_handle, test_reset),
-        cmocka_unit_test_setup(teardown_destroy_failures_are_logged, test_reset),
-        cmocka_unit_test_setup(gemms_match_a_cpu_reference, test_reset),
-        cmocka_unit_test_setup(threads_enqueue_on_their_slots, test_reset),
+        TF_TEST(handle_is_made_once_bound_and_reused),
+        TF_TEST(warm_enqueue_makes_only_the_calls_it_needs),
+        TF_TEST(each_slot_has_its_own_handle),
+        TF_TEST(workspace_size_comes_from_the_options),
+        TF_TEST(bad_arguments_are_refused),
+        TF_TEST(symbols_and_version_come_from_the_loaded_cublas),
+        TF_TEST(create_failure),
+        TF_TEST(set_stream_failure_destroys_the_handle),
+        TF_TEST(workspace_allocation_failure_destroys_the_handle),
+        TF_TEST(set_workspace_failure_frees_it_and_destroys_the_handle),
+        TF_TEST(pointer_mode_failure_skips_the_callback),
+        TF_TEST(callback_status_is_a_provider_error),
+        TF_TEST(reentry_is_refused_not_deadlocked),
+        TF_TEST(teardown_failure_leaks_the_handle),
+        TF_TEST(teardown_destroy_failures_are_logged),
+        TF_TEST(gemms_match_a_cpu_reference),
+        TF_TEST(threads_enqueue_on_their_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

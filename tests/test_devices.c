@@ -163,16 +163,16 @@ static void gpu_available_is_zero_when_sync_fails(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(count_and_describe, test_reset),
-        cmocka_unit_test_setup(double_devices_are_described_exactly, test_reset),
-        cmocka_unit_test_setup(discovery_creates_no_context, test_reset),
-        cmocka_unit_test_setup(query_failures_leave_output_untouched, test_reset),
-        cmocka_unit_test_setup(bad_arguments, test_reset),
-        cmocka_unit_test_setup(smaller_struct_gets_only_what_fits, test_reset),
-        cmocka_unit_test_setup(gpu_available_keeps_last_error, test_reset),
-        cmocka_unit_test_setup(gpu_available_is_zero_without_devices, test_reset),
-        cmocka_unit_test_setup(gpu_available_is_zero_when_runtime_fails, test_reset),
-        cmocka_unit_test_setup(gpu_available_is_zero_when_sync_fails, test_reset),
+        TF_TEST(count_and_describe),
+        TF_TEST(double_devices_are_described_exactly),
+        TF_TEST(discovery_creates_no_context),
+        TF_TEST(query_failures_leave_output_untouched),
+        TF_TEST(bad_arguments),
+        TF_TEST(smaller_struct_gets_only_what_fits),
+        TF_TEST(gpu_available_keeps_last_error),
+        TF_TEST(gpu_available_is_zero_without_devices),
+        TF_TEST(gpu_available_is_zero_when_runtime_fails),
+        TF_TEST(gpu_available_is_zero_when_sync_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

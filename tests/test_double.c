@@ -26,19 +26,14 @@
 #include <unistd.h>
 
 #include "support/double_link.h"
+#include "support/driver_table.h"
 
 /* ---- access to the driver ------------------------------------------------ */
 
 static const struct tfd_api *T;
 static PFN_cuGetProcAddress_v12000 get_proc;
 
-/* One member per entry of the library's list, with its exact prototype. */
-static struct driver {
-#define TF_DRIVER_ENTRY(name, version) PFN_##name##_v##version name;
-#include "../src/driver_entries.inc"
-#include "cuda_double/extra_entries.inc"
-#undef TF_DRIVER_ENTRY
-} D;
+static struct driver_table D;
 
 #define CU(call) assert_int_equal((call), CUDA_SUCCESS)
 #define NEED_DOUBLE()      \
@@ -50,73 +45,17 @@ static struct driver {
 /* Copy a dlsym / cuGetProcAddress result into a function pointer. */
 #define AS_FN(var, sym) memcpy(&(var), &(sym), sizeof(sym))
 
-static CUresult proc(const char *name, int version, void *slot)
-{
-    void *fn = NULL;
-    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    CUresult rc = get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &st);
-    if (rc == CUDA_SUCCESS)
-        memcpy(slot, &fn, sizeof fn);
-    return rc;
-}
-
-static int resolve_driver(void)
-{
-#define TF_DRIVER_ENTRY(name, version) \
-    if (proc(#name, version, &D.name) != CUDA_SUCCESS) \
-        return -1;
-#include "../src/driver_entries.inc"
-#include "cuda_double/extra_entries.inc"
-#undef TF_DRIVER_ENTRY
-    return 0;
-}
-
 static int group_setup(void **state)
 {
     (void)state;
     T = tfd();
     if (T == NULL)
         return 0;
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *sym = lib != NULL ? dlsym(lib, "cuGetProcAddress_v2") : NULL;
-    if (sym == NULL)
+    get_proc = driver_get_proc();
+    if (get_proc == NULL || driver_table() == NULL)
         return -1;
-    AS_FN(get_proc, sym);
+    D = *driver_table();
     T->tfd_reset();
-    return resolve_driver();
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    if (T == NULL)
-        return 0;
-    T->tfd_reset();
-    T->tfd_set_current(NULL);
-    T->tfd_set_initialized(1);
-    return 0;
-}
-
-/* Release what a test left retained and insist nothing else leaked. */
-static int teardown(void **state)
-{
-    (void)state;
-    if (T == NULL)
-        return 0;
-    T->tfd_set_current(NULL);
-    T->tfd_reset();
-    T->tfd_set_devices(8);
-    T->tfd_set_initialized(1);
-    for (int d = 0; d < 8; ++d)
-        while (T->tfd_primary_refcount(d) > 0)
-            D.cuDevicePrimaryCtxRelease(d);
-    T->tfd_reset();
-    for (int k = 0; k < TFD_KIND_COUNT; ++k) {
-        if (T->tfd_live(k) != 0) {
-            fprintf(stderr, "test leaked %ld objects of kind %d\n", T->tfd_live(k), k);
-            return -1;
-        }
-    }
     return 0;
 }
 
@@ -640,6 +579,9 @@ static void test_memory_copies(void **state)
     assert_memory_equal(back, host, 1000);
     CU(D.cuMemcpyDtoDAsync(b, a + 500, 10, NULL));
     assert_int_equal(T->tfd_device_read(b, small, 10), 0);
+    assert_int_equal(small[0], 0xCD);   /* queued, not run: b is still fresh */
+    CU(D.cuStreamSynchronize(NULL));
+    assert_int_equal(T->tfd_device_read(b, small, 10), 0);
     assert_memory_equal(small, host + 500, 10);
     assert_int_equal(D.cuMemcpyDtoDAsync(b, a, 11, NULL), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(D.cuMemcpyDtoDAsync(b, a + 995, 10, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -740,6 +682,8 @@ static void test_peer(void **state)
         data[i] = (unsigned char)(200 - i);
     assert_int_equal(T->tfd_device_write(p0, data, 64), 0);
     CU(D.cuMemcpyPeerAsync(p1, c1, p0, c0, 64, NULL));
+    assert_int_equal(T->tfd_pending(NULL), 1);
+    CU(D.cuStreamSynchronize(NULL));
     assert_int_equal(T->tfd_device_read(p1, back, 64), 0);
     assert_memory_equal(back, data, 64);
     assert_int_equal(D.cuMemcpyPeerAsync(p1, c0, p0, c0, 64, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -1010,11 +954,16 @@ static void test_kernels(void **state)
     assert_int_equal(D.cuStreamSynchronize(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_int_equal(T->tfd_context_poison(c), CUDA_ERROR_ILLEGAL_ADDRESS);
     T->tfd_poison_context(c, 0);
-    /* the built-in faulting kernel */
+    /* the built-in faulting kernel: the fault comes when it runs */
     CU(D.cuLaunchKernel(ill, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
     CUdeviceptr extra = 0;
+    CU(D.cuMemAlloc(&extra, 4));
+    assert_int_equal(T->tfd_context_poison(c), 0);
+    assert_int_equal(T->tfd_step(NULL, 1), 1);
+    assert_int_equal(T->tfd_context_poison(c), CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_int_equal(D.cuMemAlloc(&extra, 4), CUDA_ERROR_ILLEGAL_ADDRESS);
     T->tfd_poison_context(c, 0);
+    CU(D.cuMemFree(extra));
 
     /* functions die with their module */
     CU(D.cuModuleUnload(m));
@@ -1143,6 +1092,7 @@ static void check_sgemm(const struct cublas *b, cublasHandle_t h, int ta, int tb
                               (const float *)(uintptr_t)dB, LDB, &beta, (float *)(uintptr_t)dC, LDC),
                      CUBLAS_STATUS_SUCCESS);
     reference_gemm(ta, tb, GM, GN, GK, alpha, A, LDA, B, LDB, beta, C, LDC);
+    alpha = 100.0f;   /* host-mode scalars were read at the call */
     CU(D.cuMemcpyDtoHAsync(fC, dC, sizeof fC, NULL));
     /* rows GM..LDC-1 of C are padding and must be untouched */
     for (int j = 0; j < GN; ++j)
@@ -1198,6 +1148,16 @@ static void test_cublas_gemm(void **state)
                      CUBLAS_STATUS_SUCCESS);
     CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
     /* A = [1 3; 2 4], B = [5 7; 6 8]: A*B = [23 31; 34 46]; 2*AB + 1 */
+    assert_true(hC[0] == 47 && hC[1] == 69 && hC[2] == 63 && hC[3] == 93);
+    /* Device-mode scalars are read when the GEMM runs: alpha set to 0 after
+     * the call leaves C = 0 * AB + 1 * C. */
+    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, alpha_d, (const double *)(uintptr_t)dA,
+                             2, (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(T->tfd_pending(NULL), 1);
+    double zero_alpha = 0.0;
+    assert_int_equal(T->tfd_device_write(dab, &zero_alpha, sizeof zero_alpha), 0);
+    CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
     assert_true(hC[0] == 47 && hC[1] == 69 && hC[2] == 63 && hC[3] == 93);
     double host_alpha = 1.0;
     assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &host_alpha, (const double *)(uintptr_t)dA,
@@ -1515,6 +1475,9 @@ static void test_nvrtc_errors(void **state)
 
 enum { THREADS = 4, ROUNDS = 200 };
 
+/* Each thread works on its own stream; another thread's cuMemFree may run
+ * it at any time (it drains the device), so only synchronized states are
+ * checked. */
 static void *worker(void *arg)
 {
     CUcontext c = arg;
@@ -1531,7 +1494,8 @@ static void *worker(void *arg)
             return (void *)2;
         if (D.cuMemcpyHtoDAsync(p, in, sizeof in, s) != CUDA_SUCCESS ||
             D.cuMemcpyDtoHAsync(out, p, sizeof out, s) != CUDA_SUCCESS ||
-            D.cuEventRecord(e, s) != CUDA_SUCCESS || D.cuEventQuery(e) != CUDA_SUCCESS)
+            D.cuEventRecord(e, s) != CUDA_SUCCESS || D.cuEventSynchronize(e) != CUDA_SUCCESS ||
+            D.cuEventQuery(e) != CUDA_SUCCESS)
             return (void *)3;
         if (memcmp(in, out, sizeof in) != 0)
             return (void *)4;
@@ -1561,7 +1525,7 @@ static void test_threads(void **state)
     assert_int_equal(T->tfd_live(TFD_DEVICE_ALLOCS), 0);
 }
 
-#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TEST(f) cmocka_unit_test_setup_teardown(f, double_selftest_setup, double_selftest_teardown)
 
 int main(void)
 {

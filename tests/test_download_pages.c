@@ -138,12 +138,12 @@ static void private_file_mapping_keeps_the_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(fresh_private_memory_with_defaults, test_reset),
-        cmocka_unit_test_setup(fresh_private_memory_in_small_chunks, test_reset),
-        cmocka_unit_test_setup(fresh_private_memory_with_one_thread, test_reset),
-        cmocka_unit_test_setup(fresh_shared_memory, test_reset),
-        cmocka_unit_test_setup(partly_touched_memory, test_reset),
-        cmocka_unit_test_setup(private_file_mapping_keeps_the_file, test_reset),
+        TF_TEST(fresh_private_memory_with_defaults),
+        TF_TEST(fresh_private_memory_in_small_chunks),
+        TF_TEST(fresh_private_memory_with_one_thread),
+        TF_TEST(fresh_shared_memory),
+        TF_TEST(partly_touched_memory),
+        TF_TEST(private_file_mapping_keeps_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

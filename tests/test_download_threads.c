@@ -98,9 +98,9 @@ static void no_refusal_no_warning(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(no_refusal_no_warning, test_reset),
-        cmocka_unit_test_setup(some_threads_refused, test_reset),
-        cmocka_unit_test_setup(every_thread_refused, test_reset),
+        TF_TEST(no_refusal_no_warning),
+        TF_TEST(some_threads_refused),
+        TF_TEST(every_thread_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,20 +253,20 @@ static void entry_points_are_resolved_with_explicit_versions(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(no_driver_anywhere),
-        cmocka_unit_test(no_driver_on_the_library_path),
-        cmocka_unit_test(relative_override),
-        cmocka_unit_test(absolute_override),
-        cmocka_unit_test(stub_driver_test),
-        cmocka_unit_test(driver_too_old_test),
-        cmocka_unit_test(unknown_driver_version_is_not_fatal_test),
-        cmocka_unit_test(stub_at_init_then_retried_test),
-        cmocka_unit_test(no_device_test),
-        cmocka_unit_test(init_failure_is_a_cuda_error_test),
-        cmocka_unit_test(missing_entry_disables_what_needs_it_test),
-        cmocka_unit_test(missing_module_entries_clear_the_capability_test),
-        cmocka_unit_test(missing_context_entry_is_not_supported_test),
-        cmocka_unit_test(entry_points_are_resolved_with_explicit_versions),
+        TF_TEST(no_driver_anywhere),
+        TF_TEST(no_driver_on_the_library_path),
+        TF_TEST(relative_override),
+        TF_TEST(absolute_override),
+        TF_TEST(stub_driver_test),
+        TF_TEST(driver_too_old_test),
+        TF_TEST(unknown_driver_version_is_not_fatal_test),
+        TF_TEST(stub_at_init_then_retried_test),
+        TF_TEST(no_device_test),
+        TF_TEST(init_failure_is_a_cuda_error_test),
+        TF_TEST(missing_entry_disables_what_needs_it_test),
+        TF_TEST(missing_module_entries_clear_the_capability_test),
+        TF_TEST(missing_context_entry_is_not_supported_test),
+        TF_TEST(entry_points_are_resolved_with_explicit_versions),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,13 +115,39 @@ static void last_error_is_per_thread(void **state) {
     assert_int_equal(tf_last_error_status(), TF_OK); /* this thread saw nothing */
 }
 
+/* A caller's string that ends up in the message makes it longer than
+ * TF_ERROR_MESSAGE_CAPACITY: the message is cut to capacity - 1 bytes and
+ * terminated, the rest of the record is intact, and tf_last_error copies
+ * no byte past the caller's struct. */
 static void long_messages_are_truncated_not_overrun(void **state) {
-    tf_device_properties p;
+    enum { NAME = 3 * TF_ERROR_MESSAGE_CAPACITY };
+    static const char kPrefix[] = "tf_cublas_symbol: 'notcublas_";
+    char name[NAME + 1];
+    struct {
+        tf_error_info info;
+        unsigned char canary[64];
+    } out;
+    const char *msg;
+    unsigned char canary[64];
     (void)state;
-    tf_device_properties_init(&p, sizeof p);
-    p.struct_size = 1;
-    tf_device_info(0, &p);
-    assert_true(strlen(tf_last_error_message()) < TF_ERROR_MESSAGE_CAPACITY);
+    memset(name, 'x', NAME);
+    memcpy(name, "notcublas_", 10);
+    name[NAME] = '\0';
+    assert_int_equal(tf_cublas_symbol(name, (void **)&msg), TF_ERROR_INVALID_ARGUMENT);
+    msg = tf_last_error_message();
+    /* the full message would be far longer: it was cut, not overrun */
+    assert_int_equal(strlen(msg), TF_ERROR_MESSAGE_CAPACITY - 1);
+    assert_memory_equal(msg, kPrefix, sizeof kPrefix - 1);
+    assert_int_equal(msg[TF_ERROR_MESSAGE_CAPACITY - 2], 'x');
+    assert_string_equal(tf_last_error_operation(), "tf_cublas_symbol");
+    assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_ARGUMENT);
+    memset(canary, 0xA5, sizeof canary);
+    memset(&out, 0xA5, sizeof out);
+    tf_error_info_init(&out.info, sizeof out.info);
+    assert_ok(tf_last_error(&out.info));
+    assert_int_equal(out.info.message[TF_ERROR_MESSAGE_CAPACITY - 1], '\0');
+    assert_string_equal(out.info.message, msg);
+    assert_memory_equal(out.canary, canary, sizeof canary);
 }
 
 /* When the driver cannot name or describe a code, the message still carries
@@ -187,17 +213,17 @@ static void log_callback_reentry_is_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_values_are_frozen),
-        cmocka_unit_test(every_status_has_a_distinct_string),
-        cmocka_unit_test(last_error_names_operation_and_keeps_until_next_failure),
-        cmocka_unit_test(last_error_copies_into_caller_struct),
-        cmocka_unit_test(last_error_respects_a_smaller_struct),
-        cmocka_unit_test(last_error_refuses_bad_struct),
-        cmocka_unit_test(last_error_is_per_thread),
-        cmocka_unit_test(long_messages_are_truncated_not_overrun),
-        cmocka_unit_test_setup(error_names_fall_back_to_the_number, test_reset),
-        cmocka_unit_test(log_callback_can_be_set_and_reset),
-        cmocka_unit_test_setup(log_callback_reentry_is_refused, test_reset),
+        TF_TEST(status_values_are_frozen),
+        TF_TEST(every_status_has_a_distinct_string),
+        TF_TEST(last_error_names_operation_and_keeps_until_next_failure),
+        TF_TEST(last_error_copies_into_caller_struct),
+        TF_TEST(last_error_respects_a_smaller_struct),
+        TF_TEST(last_error_refuses_bad_struct),
+        TF_TEST(last_error_is_per_thread),
+        TF_TEST(long_messages_are_truncated_not_overrun),
+        TF_TEST(error_names_fall_back_to_the_number),
+        TF_TEST(log_callback_can_be_set_and_reset),
+        TF_TEST(log_callback_reentry_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

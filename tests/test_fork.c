@@ -71,8 +71,8 @@ static void child_can_create_its_own(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(child_refuses_parent_continues, test_reset),
-        cmocka_unit_test_setup(child_can_create_its_own, test_reset),
+        TF_TEST(child_refuses_parent_continues),
+        TF_TEST(child_can_create_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

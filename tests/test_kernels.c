@@ -509,18 +509,18 @@ static void cxx_kernel_name_is_mangled(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(ptx_kernels_run_on_the_slot_stream, test_reset),
-        cmocka_unit_test_setup(module_keeps_its_runtime, test_reset),
-        cmocka_unit_test_setup(module_bad_arguments, test_reset),
-        cmocka_unit_test_setup(module_load_reports_the_jit_log, test_reset),
-        cmocka_unit_test_setup(launch_failures, test_reset),
-        cmocka_unit_test_setup(faulting_kernel_poisons_the_runtime, test_reset),
-        cmocka_unit_test_setup(compiled_kernel_runs, test_reset),
-        cmocka_unit_test_setup(compile_error_returns_the_log, test_reset),
-        cmocka_unit_test_setup(architecture_comes_from_the_device_or_the_options, test_reset),
-        cmocka_unit_test_setup(compile_bad_arguments, test_reset),
-        cmocka_unit_test_setup(nvrtc_failures, test_reset),
-        cmocka_unit_test_setup(cxx_kernel_name_is_mangled, test_reset),
+        TF_TEST(ptx_kernels_run_on_the_slot_stream),
+        TF_TEST(module_keeps_its_runtime),
+        TF_TEST(module_bad_arguments),
+        TF_TEST(module_load_reports_the_jit_log),
+        TF_TEST(launch_failures),
+        TF_TEST(faulting_kernel_poisons_the_runtime),
+        TF_TEST(compiled_kernel_runs),
+        TF_TEST(compile_error_returns_the_log),
+        TF_TEST(architecture_comes_from_the_device_or_the_options),
+        TF_TEST(compile_bad_arguments),
+        TF_TEST(nvrtc_failures),
+        TF_TEST(cxx_kernel_name_is_mangled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,9 @@ static void alloc_is_stream_ordered_where_pools_exist(void **state) {
     assert_ok(tf_free(rt, p));
     if (tfd()) {
         assert_int_equal(logged("cuMemFreeAsync"), 1);
+        /* queued on the slot's stream: the memory goes when it runs */
+        assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS) - before, 1);
+        assert_ok(tf_runtime_sync(rt));
         assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS), before);
     }
     assert_ok(tf_runtime_release(rt));
@@ -353,6 +356,17 @@ static void copy_within_the_device(void **state) {
     free(host);
 }
 
+/* The overlap check is exact: |src - dst| = len - 1 overlaps, len does not. */
+static void copy_overlap_boundary_is_exact(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t a = lib_alloc(rt, 64);
+    (void)state;
+    check_overlap_boundary(rt, NULL, a, 0);
+    assert_failure(tf_copy(rt, a, a + 7, 8), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "overlap");
+    lib_free(rt, a);
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* ---- peers --------------------------------------------------------------- */
 
 static void peer_copy_on_one_device(void **state) {
@@ -380,6 +394,7 @@ static void peer_copy_on_one_device(void **state) {
     assert_failure(tf_peer_copy_available(x, y, NULL), TF_ERROR_INVALID_ARGUMENT,
                    "tf_peer_copy_available", "out_available is NULL");
     assert_null(raw_current_context());
+    check_overlap_boundary(x, y, a, 1); /* one device: the same check as tf_copy */
     lib_free(x, a);
     lib_free(y, b);
     assert_ok(tf_runtime_release(y));
@@ -405,6 +420,7 @@ static void open_two_devices(struct two_devices *t, size_t n, int peer_access) {
     assert_ok(tf_runtime_new(1, &t->rt1));
     t->a = lib_alloc(t->rt0, n);
     t->b = lib_alloc(t->rt1, n);
+    assert_ok(tf_runtime_sync(t->rt1)); /* b's allocation is complete before peer copies */
     assert_ok(tf_runtime_primary_context(t->rt0, &t->ctx0));
     assert_ok(tf_runtime_primary_context(t->rt1, &t->ctx1));
 }
@@ -435,6 +451,8 @@ static void peer_copy_between_devices(void **state) {
     assert_int_equal(tfd()->tfd_peer_enabled(t.ctx0, t.ctx1), 1);
     assert_int_equal(tfd()->tfd_peer_enabled(t.ctx1, t.ctx0), 0);
     memset(host, 0, n);
+    /* rt1's streams do not wait for the copy: sync the source slot first. */
+    assert_ok(tf_runtime_sync(t.rt0));
     assert_ok(tf_download(t.rt1, t.b, host, n));
     assert_pattern(host, n, 41);
     /* Each side is checked against its own runtime's device. */
@@ -472,6 +490,7 @@ static void peer_copy_without_direct_access(void **state) {
     assert_ok(tf_peer_copy(t.rt1, t.b, t.rt0, t.a, n));
     assert_int_equal(logged("cuCtxEnablePeerAccess"), 0);
     memset(host, 0, n);
+    assert_ok(tf_runtime_sync(t.rt1)); /* the copy is on the source's slot */
     assert_ok(tf_download(t.rt0, t.a, host, n));
     assert_pattern(host, n, 42);
     close_two_devices(&t);
@@ -498,6 +517,7 @@ static void peer_access_refusal_is_logged(void **state) {
                            "failed: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED (217)"));
     assert_null(strstr(strstr(warnings, "staged") + 1, "cuCtxEnablePeerAccess")); /* once */
     memset(host, 0, n);
+    assert_ok(tf_runtime_sync(t.rt0)); /* the copies are on the source's slot */
     assert_ok(tf_download(t.rt1, t.b, host, n));
     assert_pattern(host, n, 43);
     close_two_devices(&t);
@@ -510,24 +530,25 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(alloc_is_stream_ordered_where_pools_exist, test_reset),
-        cmocka_unit_test_setup(alloc_without_pools_is_plain, test_reset),
-        cmocka_unit_test_setup(pool_support_is_asked_once, test_reset),
-        cmocka_unit_test_setup(pool_query_failure, test_reset),
-        cmocka_unit_test_setup(missing_async_entry_points_fall_back, test_reset),
-        cmocka_unit_test_setup(alloc_of_zero_bytes_is_null, test_reset),
-        cmocka_unit_test_setup(alloc_failures_are_reported, test_reset),
-        cmocka_unit_test_setup(free_checks_its_address, test_reset),
-        cmocka_unit_test_setup(memory_lives_until_the_free_is_reached, test_reset),
-        cmocka_unit_test_setup(upload_waits_only_for_page_locked_sources, test_reset),
-        cmocka_unit_test_setup(upload_source_may_be_reused_at_once, test_reset),
-        cmocka_unit_test_setup(upload_rejects_bad_input, test_reset),
-        cmocka_unit_test_setup(upload_failures_are_reported, test_reset),
-        cmocka_unit_test_setup(copy_within_the_device, test_reset),
-        cmocka_unit_test_setup(peer_copy_on_one_device, test_reset),
-        cmocka_unit_test_setup(peer_copy_between_devices, test_reset),
-        cmocka_unit_test_setup(peer_copy_without_direct_access, test_reset),
-        cmocka_unit_test_setup(peer_access_refusal_is_logged, test_reset),
+        TF_TEST(alloc_is_stream_ordered_where_pools_exist),
+        TF_TEST(alloc_without_pools_is_plain),
+        TF_TEST(pool_support_is_asked_once),
+        TF_TEST(pool_query_failure),
+        TF_TEST(missing_async_entry_points_fall_back),
+        TF_TEST(alloc_of_zero_bytes_is_null),
+        TF_TEST(alloc_failures_are_reported),
+        TF_TEST(free_checks_its_address),
+        TF_TEST(memory_lives_until_the_free_is_reached),
+        TF_TEST(upload_waits_only_for_page_locked_sources),
+        TF_TEST(upload_source_may_be_reused_at_once),
+        TF_TEST(upload_rejects_bad_input),
+        TF_TEST(upload_failures_are_reported),
+        TF_TEST(copy_within_the_device),
+        TF_TEST(copy_overlap_boundary_is_exact),
+        TF_TEST(peer_copy_on_one_device),
+        TF_TEST(peer_copy_between_devices),
+        TF_TEST(peer_copy_without_direct_access),
+        TF_TEST(peer_access_refusal_is_logged),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,8 +113,9 @@ static CUresult probe_peer_access(tf_runtime *rt, void *peer) {
 /* Work queued on a slot stream through tf_stream_enqueue: on a real GPU
  * first a host function that holds the stream for `gate_ms` (so that a
  * copy not ordered after this work would visibly run early), then
- * cuMemsetD8Async(dst, value, n).  The double runs work as it is queued and
- * has no cuLaunchHostFunc: there the gate is left out. */
+ * cuMemsetD8Async(dst, value, n).  The double's streams run only when made
+ * to, so a copy not ordered after this work shows without a gate: there it
+ * is left out. */
 struct fill {
     uint64_t dst;
     size_t n;
@@ -132,7 +133,7 @@ static int32_t gate_and_fill(void *stream, void *arg) {
     *(void **)&set = raw_driver_entry("cuMemsetD8Async", 3020);
     *(void **)&host = raw_driver_entry("cuLaunchHostFunc", 10000);
     if (!set) return -1;
-    if (f->gate_ms && host &&
+    if (f->gate_ms && host && !tfd() &&
         (r = host((CUstream)stream, hold_stream, (void *)(uintptr_t)f->gate_ms)) != CUDA_SUCCESS)
         return (int32_t)r;
     return (int32_t)set((CUdeviceptr)f->dst, f->value, f->n, (CUstream)stream);
@@ -574,6 +575,32 @@ static void peer_copy_without_direct_access_is_right(void **state) {
     close_pair(&p);
 }
 
+/* Two runtimes of device 1: a peer copy between them is within one device,
+ * so its ranges must not overlap, exactly as for tf_copy; between the
+ * devices there is no such check. */
+static void peer_copy_overlap_is_checked_within_a_device(void **state) {
+    tf_runtime *x = NULL, *y = NULL, *other = NULL;
+    uint64_t a, b;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    assert_ok(tf_runtime_new(1, &x));
+    assert_ok(tf_runtime_new(1, &y));
+    assert_ok(tf_runtime_new(0, &other));
+    a = lib_alloc(x, 64);
+    b = lib_alloc(other, 64);
+    assert_ok(tf_runtime_sync(other));
+    check_overlap_boundary(x, y, a, 1);
+    assert_ok(tf_peer_copy(x, a, other, b, 8));
+    assert_ok(tf_peer_copy(other, b, x, a, 8));
+    assert_ok(tf_runtime_sync(x));
+    assert_ok(tf_runtime_sync(other));
+    lib_free(x, a);
+    lib_free(other, b);
+    assert_ok(tf_runtime_release(other));
+    assert_ok(tf_runtime_release(y));
+    assert_ok(tf_runtime_release(x));
+}
+
 /* Addresses are checked against their own runtime's device: memory of the
  * other device is refused by every call before anything is queued, and
  * nothing is written.  Plain cuMemAlloc memory of a whole 2 MiB, so that
@@ -847,20 +874,20 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(discovery_creates_no_context_in_a_fresh_process, test_reset),
-        cmocka_unit_test_setup(runtime_on_device_1_leaves_device_0_alone, test_reset),
-        cmocka_unit_test_setup(cublas_on_device_1_leaves_device_0_alone, test_reset),
-        cmocka_unit_test_setup(context_restored_across_devices, test_reset),
-        cmocka_unit_test_setup(failed_activation_keeps_the_other_devices_context, test_reset),
-        cmocka_unit_test_setup(availability_matches_the_driver_per_pair, test_reset),
-        cmocka_unit_test_setup(peer_copy_is_ordered_after_source_work, test_reset),
-        cmocka_unit_test_setup(peer_copy_without_direct_access_is_right, test_reset),
-        cmocka_unit_test_setup(memory_of_the_other_device_is_refused, test_reset),
-        cmocka_unit_test_setup(fault_of_the_destination_leaves_the_source_usable, test_reset),
-        cmocka_unit_test_setup(peer_copy_checks_the_destination_from_its_context, test_reset),
-        cmocka_unit_test_setup(peer_access_is_set_up_again_for_a_new_destination_context,
-                               test_reset),
-        cmocka_unit_test_setup(threads_use_both_devices, test_reset),
+        TF_TEST(discovery_creates_no_context_in_a_fresh_process),
+        TF_TEST(runtime_on_device_1_leaves_device_0_alone),
+        TF_TEST(cublas_on_device_1_leaves_device_0_alone),
+        TF_TEST(context_restored_across_devices),
+        TF_TEST(failed_activation_keeps_the_other_devices_context),
+        TF_TEST(availability_matches_the_driver_per_pair),
+        TF_TEST(peer_copy_is_ordered_after_source_work),
+        TF_TEST(peer_copy_without_direct_access_is_right),
+        TF_TEST(memory_of_the_other_device_is_refused),
+        TF_TEST(fault_of_the_destination_leaves_the_source_usable),
+        TF_TEST(peer_copy_checks_the_destination_from_its_context),
+        TF_TEST(peer_copy_overlap_is_checked_within_a_device),
+        TF_TEST(peer_access_is_set_up_again_for_a_new_destination_context),
+        TF_TEST(threads_use_both_devices),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,11 +10,14 @@
  *    own current, which must be current again after every step.
  *
  * NCCL is loaded here at run time (dlopen "libnccl.so.2", or the path in
- * TF_TEST_NCCL); the library never links it.  Real driver only: against the
- * double (which has no NCCL), with fewer than two GPUs or without NCCL the
- * tests skip and say why.  NVLink multicast stays off (NCCL_NVLS_ENABLE=0),
- * and each scenario runs in its own process with a time limit, so a hanging
- * NCCL fails the test instead of hanging the suite. */
+ * TF_TEST_NCCL); the library never links it.  Against the driver double the
+ * loader finds the double's libnccl.so.2 beside its libcuda.so.1
+ * (tests/cuda_double/nccl_double.cpp: ranks meet in shared memory, across
+ * processes too) and every process is given two devices; on the real
+ * driver, with fewer than two GPUs or without NCCL the tests skip and say
+ * why.  NVLink multicast stays off (NCCL_NVLS_ENABLE=0), and each scenario
+ * runs in its own process with a time limit, so a hanging NCCL fails the
+ * test instead of hanging the suite. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,10 +199,16 @@ static int hex_to_id(const char *hex, nccl_id *id) {
 
 /* ---- scenarios (each in a fresh process) ---------------------------------- */
 
+/* The double shows each process two devices (the real driver what it has). */
+static void two_devices_on_the_double(void) {
+    if (tfd()) tfd()->tfd_set_devices(RANKS);
+}
+
 /* One rank of a communicator spread over processes: TF_NCCL_RANK and
  * TF_NCCL_ID (the parent's ncclGetUniqueId in hex). */
 static int child_rank(void) {
     struct rank r;
+    two_devices_on_the_double();
     memset(&r, 0, sizeof r);
     SCENARIO_CHECK((r.n = nccl_or_report()) != NULL);
     SCENARIO_CHECK(getenv("TF_NCCL_RANK") != NULL);
@@ -232,6 +241,7 @@ static int child_both(void) {
     nccl_id id;
     void *mine;
     int i;
+    two_devices_on_the_double();
     memset(r, 0, sizeof r);
     SCENARIO_CHECK((n = nccl_or_report()) != NULL);
     SCENARIO_CHECK(nccl_said(n, "ncclGetUniqueId", n->get_unique_id(&id)) == 0);
@@ -266,16 +276,14 @@ static int child_both(void) {
 
 /* ---- the tests ------------------------------------------------------------ */
 
-/* Skips unless the real driver shows two GPUs and NCCL loads. */
+/* Skips unless the driver shows two GPUs and NCCL loads (the double always
+ * does, with its own NCCL). */
 static const struct nccl *require_nccl_and_two_gpus(void) {
     char why[512];
     int32_t gpus = 0;
     int version = 0;
     const struct nccl *n;
-    if (tfd()) {
-        print_message("    (needs the real driver and NCCL; the double has no NCCL: skipped)\n");
-        skip();
-    }
+    two_devices_on_the_double();
     if (tf_device_count(&gpus) != TF_OK || gpus < RANKS) {
         print_message("    (needs %d GPUs, found %d: skipped)\n", RANKS, (int)gpus);
         skip();
@@ -335,8 +343,8 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(all_reduce_one_process_per_gpu, test_reset),
-        cmocka_unit_test_setup(all_reduce_one_process_both_gpus, test_reset),
+        TF_TEST(all_reduce_one_process_per_gpu),
+        TF_TEST(all_reduce_one_process_both_gpus),
     };
     /* Set before NCCL is loaded, here and in every child: NVLink multicast
      * stays off; the bootstrap talks over loopback unless told otherwise;

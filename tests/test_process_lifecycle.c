@@ -66,8 +66,8 @@ static void load_and_unload_100_times(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(exit_with_live_runtimes_is_clean),
-        cmocka_unit_test(load_and_unload_100_times),
+        TF_TEST(exit_with_live_runtimes_is_clean),
+        TF_TEST(load_and_unload_100_times),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,13 +55,13 @@ static void retire(tf_runtime *rt, int id) {
     assert_ok(tf_workspace_retire(rt, (void *)(intptr_t)id, release, NULL));
 }
 
-/* A runtime with retirements 1..n queued behind events the double keeps
- * pending (until tfd_complete_all, a sync, or async pending goes off). */
+/* A runtime with retirements 1..n queued behind events the double's stream
+ * has not reached yet (deferred execution: until a sync, a step or a
+ * drain). */
 static tf_runtime *runtime_with_pending(int n) {
     tf_runtime *rt = new_runtime();
     int i;
     reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
     for (i = 1; i <= n; ++i) retire(rt, i);
     return rt;
 }
@@ -75,7 +75,6 @@ static void released_once_the_stream_passed_it(void **state) {
     REQUIRE_DOUBLE();
     reset_releases(rt);
     raw_set_current_context(other);
-    tfd()->tfd_set_async_pending(1);
     for (i = 1; i <= 3; ++i) retire(rt, i);
     assert_int_equal(g.count, 0);
     assert_ok(tf_workspace_poll(rt));
@@ -85,7 +84,7 @@ static void released_once_the_stream_passed_it(void **state) {
     assert_int_equal(s.in_flight, 3);
     assert_int_equal(s.released, 0);
     assert_int_equal(s.capacity, TF_DEFAULT_RETIREMENT_CAPACITY);
-    tfd()->tfd_complete_all();
+    tfd()->tfd_drain_all();
     assert_ok(tf_workspace_poll(rt));
     assert_int_equal(g.count, 3);
     for (i = 0; i < 3; ++i) assert_int_equal(g.order[i], i + 1);
@@ -97,7 +96,6 @@ static void released_once_the_stream_passed_it(void **state) {
     assert_int_equal(s.max_in_flight, 3);
     assert_int_equal(s.barrier_fallbacks, 0);
     assert_int_equal(s.leaked, 0);
-    tfd()->tfd_set_async_pending(0);
     raw_set_current_context(NULL);
     raw_destroy_context(other);
     assert_ok(tf_runtime_release(rt));
@@ -112,7 +110,6 @@ static void sync_runs_what_it_waited_for(void **state) {
     assert_ok(tf_runtime_sync(rt));
     assert_int_equal(g.count, 2);
     assert_int_equal(stats(rt).in_flight, 0);
-    tfd()->tfd_set_async_pending(0);
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -123,6 +120,9 @@ static void events_are_pooled(void **state) {
     int i;
     (void)state;
     REQUIRE_DOUBLE();
+    /* The device keeps up: each event query lets the stream run one op, so
+     * every retirement finds the previous one done. */
+    tfd()->tfd_set_query_progress(1);
     reset_releases(rt);
     retire(rt, 1);
     events = tfd()->tfd_live(TFD_EVENTS);
@@ -141,7 +141,6 @@ static void full_queue_waits_for_the_stream(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     reset_releases(rt);
-    tfd()->tfd_set_async_pending(1);
     retire(rt, 1);
     retire(rt, 2);
     assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 0);
@@ -162,7 +161,6 @@ static void full_queue_waits_for_the_stream(void **state) {
     retire(rt, 4); /* room again: queued */
     assert_int_equal(g.count, 3);
     assert_int_equal(stats(rt).in_flight, 1);
-    tfd()->tfd_set_async_pending(0);
     assert_ok(tf_runtime_release(rt));
     assert_int_equal(g.count, 4);
 }
@@ -179,10 +177,9 @@ static void check_event_fallback(const char *entry) {
     events = tfd()->tfd_live(TFD_EVENTS);
     INJECT(entry, 1, CUDA_ERROR_INVALID_VALUE, 1);
     if (strcmp(entry, "cuEventCreate") == 0) {
-        /* a pooled event exists: use it up so that a new one is needed */
-        tfd()->tfd_set_async_pending(1);
+        /* a pooled event exists: use it up (retirement 2 stays pending)
+         * so that a new one is needed */
         retire(rt, 2);
-        tfd()->tfd_set_async_pending(0);
     }
     retire(rt, 3); /* falls back to waiting: released before it returns */
     assert_int_equal(g.order[g.count - 1], 3);
@@ -214,6 +211,8 @@ static void failed_barrier_leaks_and_reports(void **state) {
     tf_retirement_stats s;
     (void)state;
     REQUIRE_DOUBLE();
+    /* The device keeps up: retirement 2's poll finds 1 done. */
+    tfd()->tfd_set_query_progress(1);
     reset_releases(rt);
     retire(rt, 1);
     raw_set_current_context(other);
@@ -246,7 +245,6 @@ static void failed_query_waits_for_the_stream(void **state) {
     assert_int_equal(s.barrier_fallbacks, 1);
     assert_int_equal(s.released, 1);
     assert_int_equal(s.in_flight, 0);
-    tfd()->tfd_set_async_pending(0);
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -269,7 +267,6 @@ static void failed_query_and_wait_leak(void **state) {
     assert_int_equal(s.leaked, 1);
     assert_int_equal(s.in_flight, 0);
     assert_null(raw_current_context());
-    tfd()->tfd_set_async_pending(0);
     assert_ok(tf_runtime_release(rt));
     assert_int_equal(g.count, 0);
 }
@@ -292,7 +289,6 @@ static void teardown_drains_in_order(void **state) {
     assert_int_equal(g.wrong_context, 0);
     assert_ptr_equal(raw_current_context(), other);
     assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS), 0);
-    tfd()->tfd_set_async_pending(0);
     raw_set_current_context(NULL);
     raw_destroy_context(other);
 }
@@ -307,7 +303,6 @@ static void teardown_without_proof_leaks(void **state) {
     assert_ok(tf_runtime_release(rt));
     log_capture_stop();
     assert_int_equal(g.count, 0);
-    tfd()->tfd_set_async_pending(0);
 }
 
 static void bad_arguments(void **state) {
@@ -467,21 +462,21 @@ static void threads_retire_concurrently(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(released_once_the_stream_passed_it, test_reset),
-        cmocka_unit_test_setup(sync_runs_what_it_waited_for, test_reset),
-        cmocka_unit_test_setup(events_are_pooled, test_reset),
-        cmocka_unit_test_setup(full_queue_waits_for_the_stream, test_reset),
-        cmocka_unit_test_setup(event_creation_failure_falls_back, test_reset),
-        cmocka_unit_test_setup(event_record_failure_falls_back, test_reset),
-        cmocka_unit_test_setup(failed_barrier_leaks_and_reports, test_reset),
-        cmocka_unit_test_setup(failed_query_waits_for_the_stream, test_reset),
-        cmocka_unit_test_setup(failed_query_and_wait_leak, test_reset),
-        cmocka_unit_test_setup(teardown_drains_in_order, test_reset),
-        cmocka_unit_test_setup(teardown_without_proof_leaks, test_reset),
-        cmocka_unit_test_setup(bad_arguments, test_reset),
-        cmocka_unit_test_setup(release_may_call_the_library, test_reset),
-        cmocka_unit_test_setup(retirement_order_on_one_slot, test_reset),
-        cmocka_unit_test_setup(threads_retire_concurrently, test_reset),
+        TF_TEST(released_once_the_stream_passed_it),
+        TF_TEST(sync_runs_what_it_waited_for),
+        TF_TEST(events_are_pooled),
+        TF_TEST(full_queue_waits_for_the_stream),
+        TF_TEST(event_creation_failure_falls_back),
+        TF_TEST(event_record_failure_falls_back),
+        TF_TEST(failed_barrier_leaks_and_reports),
+        TF_TEST(failed_query_waits_for_the_stream),
+        TF_TEST(failed_query_and_wait_leak),
+        TF_TEST(teardown_drains_in_order),
+        TF_TEST(teardown_without_proof_leaks),
+        TF_TEST(bad_arguments),
+        TF_TEST(release_may_call_the_library),
+        TF_TEST(retirement_order_on_one_slot),
+        TF_TEST(threads_retire_concurrently),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -293,19 +293,19 @@ static void queries_describe_the_runtime(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(create_and_release, test_reset),
-        cmocka_unit_test_setup(creation_order_and_no_stream_yet, test_reset),
-        cmocka_unit_test_setup(options_defaults_and_limits, test_reset),
-        cmocka_unit_test_setup(options_struct_size_is_versioned, test_reset),
-        cmocka_unit_test_setup(ordinal_errors_list_the_devices, test_reset),
-        cmocka_unit_test_setup(ordinal_error_lists_several_devices, test_reset),
-        cmocka_unit_test_setup(creation_failures_release_the_primary_context, test_reset),
-        cmocka_unit_test_setup(init_failures_are_told_apart, test_reset),
-        cmocka_unit_test_setup(identity_is_fresh_per_new_and_shared_by_clones, test_reset),
-        cmocka_unit_test_setup(retain_counts_until_last_release, test_reset),
-        cmocka_unit_test_setup(bound_handle_keeps_runtime_alive, test_reset),
-        cmocka_unit_test_setup(bind_slot_refuses_bad_slots, test_reset),
-        cmocka_unit_test_setup(queries_describe_the_runtime, test_reset),
+        TF_TEST(create_and_release),
+        TF_TEST(creation_order_and_no_stream_yet),
+        TF_TEST(options_defaults_and_limits),
+        TF_TEST(options_struct_size_is_versioned),
+        TF_TEST(ordinal_errors_list_the_devices),
+        TF_TEST(ordinal_error_lists_several_devices),
+        TF_TEST(creation_failures_release_the_primary_context),
+        TF_TEST(init_failures_are_told_apart),
+        TF_TEST(identity_is_fresh_per_new_and_shared_by_clones),
+        TF_TEST(retain_counts_until_last_release),
+        TF_TEST(bound_handle_keeps_runtime_alive),
+        TF_TEST(bind_slot_refuses_bad_slots),
+        TF_TEST(queries_describe_the_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,7 +101,7 @@ static void illegal_address_is_sticky_and_quiet(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(illegal_address_is_sticky_and_quiet),
+        TF_TEST(illegal_address_is_sticky_and_quiet),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -388,18 +388,18 @@ static void consumer_sees_producer_data_through_slot_wait(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(enqueue_runs_on_the_slot_stream, test_reset),
-        cmocka_unit_test_setup(enqueue_stream_creation_failure, test_reset),
-        cmocka_unit_test_setup(enqueue_reentry_is_refused, test_reset),
-        cmocka_unit_test_setup(slot_wait_uses_one_event_per_slot, test_reset),
-        cmocka_unit_test_setup(slot_wait_failures, test_reset),
-        cmocka_unit_test_setup(event_lifecycle, test_reset),
-        cmocka_unit_test_setup(event_keeps_its_runtime_alive, test_reset),
-        cmocka_unit_test_setup(event_bad_arguments, test_reset),
-        cmocka_unit_test_setup(event_of_another_device_is_not_recorded, test_reset),
-        cmocka_unit_test_setup(event_failures, test_reset),
-        cmocka_unit_test_setup(consumer_sees_producer_data_through_an_event, test_reset),
-        cmocka_unit_test_setup(consumer_sees_producer_data_through_slot_wait, test_reset),
+        TF_TEST(enqueue_runs_on_the_slot_stream),
+        TF_TEST(enqueue_stream_creation_failure),
+        TF_TEST(enqueue_reentry_is_refused),
+        TF_TEST(slot_wait_uses_one_event_per_slot),
+        TF_TEST(slot_wait_failures),
+        TF_TEST(event_lifecycle),
+        TF_TEST(event_keeps_its_runtime_alive),
+        TF_TEST(event_bad_arguments),
+        TF_TEST(event_of_another_device_is_not_recorded),
+        TF_TEST(event_failures),
+        TF_TEST(consumer_sees_producer_data_through_an_event),
+        TF_TEST(consumer_sees_producer_data_through_slot_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

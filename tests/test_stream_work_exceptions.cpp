@@ -71,8 +71,8 @@ void release_exception_is_logged(void **) {
 
 int main() {
     const CMUnitTest tests[] = {
-        cmocka_unit_test_setup(check_callback_exceptions, test_reset),
-        cmocka_unit_test_setup(release_exception_is_logged, test_reset),
+        TF_TEST(check_callback_exceptions),
+        TF_TEST(release_exception_is_logged),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -191,14 +191,14 @@ static void sticky_fault_poisons_the_runtime(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(stream_is_created_once_and_kept, test_reset),
-        cmocka_unit_test_setup(each_slot_has_its_own_stream, test_reset),
-        cmocka_unit_test_setup(failed_creation_is_retried, test_reset),
-        cmocka_unit_test_setup(threads_spread_over_slots, test_reset),
-        cmocka_unit_test_setup(sync_without_stream_is_free, test_reset),
-        cmocka_unit_test_setup(sync_waits_for_the_callers_slot_only, test_reset),
-        cmocka_unit_test_setup(sync_failure_is_reported, test_reset),
-        cmocka_unit_test_setup(sticky_fault_poisons_the_runtime, test_reset),
+        TF_TEST(stream_is_created_once_and_kept),
+        TF_TEST(each_slot_has_its_own_stream),
+        TF_TEST(failed_creation_is_retried),
+        TF_TEST(threads_spread_over_slots),
+        TF_TEST(sync_without_stream_is_free),
+        TF_TEST(sync_waits_for_the_callers_slot_only),
+        TF_TEST(sync_failure_is_reported),
+        TF_TEST(sticky_fault_poisons_the_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

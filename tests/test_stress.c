@@ -118,7 +118,7 @@ static void thirty_two_threads_mixed(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(thirty_two_threads_mixed, test_reset),
+        TF_TEST(thirty_two_threads_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

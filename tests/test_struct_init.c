@@ -84,10 +84,10 @@ static void defaults_survive_a_partial_struct(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(older_caller_gets_nothing_past_its_struct),
-        cmocka_unit_test(newer_caller_gets_zeros_past_known_fields),
-        cmocka_unit_test(null_and_tiny_sizes_are_ignored),
-        cmocka_unit_test_setup(defaults_survive_a_partial_struct, test_reset),
+        TF_TEST(older_caller_gets_nothing_past_its_struct),
+        TF_TEST(newer_caller_gets_zeros_past_known_fields),
+        TF_TEST(null_and_tiny_sizes_are_ignored),
+        TF_TEST(defaults_survive_a_partial_struct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,7 @@ static void deinitialized_driver_leaks_quietly(void **state) {
     tfd()->tfd_clear_faults();
     assert_string_equal(warnings, "");
     assert_int_equal(tfd()->tfd_calls("cuStreamDestroy"), 0);
+    test_leaves_retained(0, 1); /* every driver call refused: the retain stays */
 }
 
 static void deinitialized_during_sync_leaks_quietly(void **state) {
@@ -133,6 +134,7 @@ static void deinitialized_during_sync_leaks_quietly(void **state) {
     tfd()->tfd_clear_faults();
     /* The release was attempted once; the driver refused it quietly. */
     assert_int_equal(tfd()->tfd_calls("cuDevicePrimaryCtxRelease"), 1);
+    test_leaves_retained(0, 1);
 }
 
 static void destroy_and_release_failures_are_logged(void **state) {
@@ -150,6 +152,7 @@ static void destroy_and_release_failures_are_logged(void **state) {
     assert_non_null(strstr(warnings, "CUDA_ERROR_UNKNOWN (999)"));
     assert_int_equal(tfd()->tfd_calls("cuStreamDestroy"), 2); /* went on after the failure */
     assert_null(raw_current_context());
+    test_leaves_retained(0, 1); /* the refused release */
 }
 
 static void restore_failure_after_release_is_logged(void **state) {
@@ -170,15 +173,15 @@ static void restore_failure_after_release_is_logged(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(release_syncs_destroys_and_restores, test_reset),
-        cmocka_unit_test_setup(release_without_streams_only_drops_the_retain, test_reset),
-        cmocka_unit_test_setup(release_keeps_primary_current_for_caller, test_reset),
-        cmocka_unit_test_setup(sync_failure_leaks_everything_but_the_retain, test_reset),
-        cmocka_unit_test_setup(activation_failure_leaks_and_logs, test_reset),
-        cmocka_unit_test_setup(deinitialized_driver_leaks_quietly, test_reset),
-        cmocka_unit_test_setup(destroy_and_release_failures_are_logged, test_reset),
-        cmocka_unit_test_setup(restore_failure_after_release_is_logged, test_reset),
-        cmocka_unit_test_setup(deinitialized_during_sync_leaks_quietly, test_reset),
+        TF_TEST(release_syncs_destroys_and_restores),
+        TF_TEST(release_without_streams_only_drops_the_retain),
+        TF_TEST(release_keeps_primary_current_for_caller),
+        TF_TEST(sync_failure_leaks_everything_but_the_retain),
+        TF_TEST(activation_failure_leaks_and_logs),
+        TF_TEST(deinitialized_driver_leaks_quietly),
+        TF_TEST(destroy_and_release_failures_are_logged),
+        TF_TEST(restore_failure_after_release_is_logged),
+        TF_TEST(deinitialized_during_sync_leaks_quietly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,8 +91,8 @@ static void racing_first_use_creates_one_stream(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(threads_share_runtimes, test_reset),
-        cmocka_unit_test_setup(racing_first_use_creates_one_stream, test_reset),
+        TF_TEST(threads_share_runtimes),
+        TF_TEST(racing_first_use_creates_one_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

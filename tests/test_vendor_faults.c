@@ -109,6 +109,7 @@ static void program_destroy_failure_is_logged(void **state) {
     assert_ok(tf_program_image(p, &image, &size));
     assert_true(size > 0);
     assert_int_equal(tfd()->tfd_live(TFD_NVRTC_PROGRAMS), 1); /* the leak */
+    test_leaves_live(TFD_NVRTC_PROGRAMS, 1);
     tf_program_release(p);
     assert_ok(tf_runtime_release(rt));
 }
@@ -134,12 +135,12 @@ static void function_lookup_failure(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(cublas_status_without_names, test_reset),
-        cmocka_unit_test_setup(cublas_version_query_failure, test_reset),
-        cmocka_unit_test_setup(nvrtc_result_without_names, test_reset),
-        cmocka_unit_test_setup(cubin_output_failures, test_reset),
-        cmocka_unit_test_setup(program_destroy_failure_is_logged, test_reset),
-        cmocka_unit_test_setup(function_lookup_failure, test_reset),
+        TF_TEST(cublas_status_without_names),
+        TF_TEST(cublas_version_query_failure),
+        TF_TEST(nvrtc_result_without_names),
+        TF_TEST(cubin_output_failures),
+        TF_TEST(program_destroy_failure_is_logged),
+        TF_TEST(function_lookup_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

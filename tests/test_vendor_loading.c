@@ -185,11 +185,11 @@ static void soname_search_falls_back_to_cublas_12(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(override_to_a_missing_file, test_reset),
-        cmocka_unit_test_setup(relative_override_is_refused, test_reset),
-        cmocka_unit_test_setup(absolute_override_is_used, test_reset),
-        cmocka_unit_test_setup(soname_search_without_cublas, test_reset),
-        cmocka_unit_test_setup(soname_search_falls_back_to_cublas_12, test_reset),
+        TF_TEST(override_to_a_missing_file),
+        TF_TEST(relative_override_is_refused),
+        TF_TEST(absolute_override_is_used),
+        TF_TEST(soname_search_without_cublas),
+        TF_TEST(soname_search_falls_back_to_cublas_12),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@ static void library_version_matches_header(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(library_version_matches_header),
+        TF_TEST(library_version_matches_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 // The tfd_* control interface (tfd_control.h).  Every function takes the
 // double's mutex; none of them is logged or counted as a call.
 #include <cstring>
+#include <memory>
 
 #include "context.h"
 #include "state.h"
@@ -10,6 +11,8 @@ using namespace tfd;
 namespace {
 
 Lock locked() { return Lock(state().mu); }
+
+constexpr unsigned long kDefaultBackgroundDelayUs = 1000;
 
 bool valid_kind(int kind) { return kind >= 0 && kind < TFD_KIND_COUNT; }
 bool any_device(int device) { return device >= 0 && device < kMaxDevices; }
@@ -27,10 +30,24 @@ void add_rule(const char *entry, unsigned long nth, int code, unsigned long time
     state().rules.push_back(r);
 }
 
-void complete_all_events()
+// The stream key of a stream handle for the controls: NULL is the legacy
+// stream of the calling thread's current context; 0 when unknown.
+uint64_t control_key(void *stream)
 {
-    for (auto &e : state().events)
-        e.second.pending = false;
+    if (stream == nullptr) {
+        uint64_t ctx = current_handle();
+        return ctx == 0 ? 0 : legacy_key(ctx);
+    }
+    return state().streams.count(handle_of(stream)) != 0 ? handle_of(stream) : 0;
+}
+
+void set_execution(int mode)
+{
+    State &s = state();
+    if (mode != TFD_EXEC_SYNC && mode != TFD_EXEC_DEFERRED && mode != TFD_EXEC_BACKGROUND)
+        return;
+    s.exec = mode;
+    execution_changed();
 }
 
 }  // namespace
@@ -52,8 +69,10 @@ void tfd_reset(void)
     for (DeviceConfig &d : s.devices)
         d = DeviceConfig();
     s.all_attributes.clear();
-    s.async_pending = false;
-    complete_all_events();
+    drain_all();
+    s.query_progress = 0;
+    s.background_delay = std::chrono::microseconds(kDefaultBackgroundDelayUs);
+    set_execution(TFD_EXEC_DEFERRED);
 }
 
 // ---- devices ---------------------------------------------------------------
@@ -347,18 +366,69 @@ int tfd_device_read(uint64_t dptr, void *dst, size_t bytes)
     return 0;
 }
 
-// ---- asynchronous completion ---------------------------------------------------
+// ---- execution of stream work ---------------------------------------------------
+
+void tfd_set_execution(int mode)
+{
+    Lock l = locked();
+    set_execution(mode);
+}
+
+int tfd_execution(void)
+{
+    Lock l = locked();
+    return state().exec;
+}
+
+void tfd_set_background_delay_us(unsigned long microseconds)
+{
+    Lock l = locked();
+    state().background_delay = std::chrono::microseconds(microseconds);
+    execution_changed();
+}
+
+void tfd_set_query_progress(unsigned long ops)
+{
+    Lock l = locked();
+    state().query_progress = ops;
+}
+
+unsigned long tfd_step(void *stream, unsigned long ops)
+{
+    Lock l = locked();
+    uint64_t key = control_key(stream);
+    return key == 0 ? 0 : static_cast<unsigned long>(step(key, ops));
+}
+
+void tfd_drain_all(void)
+{
+    Lock l = locked();
+    drain_all();
+}
+
+unsigned long tfd_pending(void *stream)
+{
+    Lock l = locked();
+    uint64_t key = control_key(stream);
+    return key == 0 ? 0 : static_cast<unsigned long>(pending(key));
+}
+
+unsigned long tfd_pending_total(void)
+{
+    Lock l = locked();
+    return static_cast<unsigned long>(pending_total());
+}
 
 void tfd_set_async_pending(int on)
 {
     Lock l = locked();
-    state().async_pending = on != 0;
+    set_execution(on != 0 ? TFD_EXEC_DEFERRED : TFD_EXEC_SYNC);
 }
 
 void tfd_complete_all(void)
 {
     Lock l = locked();
-    complete_all_events();
+    drain_all();
 }
 
 // ---- cuBLAS handles ------------------------------------------------------------
@@ -441,6 +511,43 @@ int tfd_stream_status(void *stream)
     if (rc != CUDA_SUCCESS)
         return rc;
     return use_stream(static_cast<CUstream>(stream), *cur, nullptr);
+}
+
+int tfd_enqueue(void *stream, const char *what, int (*run)(void *arg), void *arg,
+                void (*drop)(void *arg), struct tfd_ticket *ticket)
+{
+    Lock l = locked();
+    Context *cur = nullptr;
+    uint64_t key = 0;
+    CUresult rc = need_stream(static_cast<CUstream>(stream), &cur, &key);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (run == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    // Owned by the op from here: dropped once, whether the op runs or not.
+    std::shared_ptr<void> owned(arg, [drop](void *p) {
+        if (drop != nullptr)
+            drop(p);
+    });
+    Op op;
+    op.what = what != nullptr ? what : "tfd_enqueue";
+    op.body = [run, owned](Context &) { return run(owned.get()); };
+    uint64_t seq = enqueue(key, cur->handle, std::move(op));
+    if (ticket != nullptr)
+        *ticket = tfd_ticket{key, seq};
+    return CUDA_SUCCESS;
+}
+
+int tfd_reached(const struct tfd_ticket *ticket)
+{
+    Lock l = locked();
+    return ticket == nullptr || reached(ticket->stream_key, ticket->seq) ? 1 : 0;
+}
+
+int tfd_advance(const struct tfd_ticket *ticket)
+{
+    Lock l = locked();
+    return ticket == nullptr || advance(ticket->stream_key, ticket->seq) ? 0 : -1;
 }
 
 void *tfd_cublas_register(void)

@@ -1,13 +1,17 @@
 // cuBLAS double (libcublas.so.13, and libcublas.so.12 from the same source).
 // Handles live in the driver double (tfd_cublas_register) so tests can see
-// them through libcuda.so.1.  GEMMs run at once, naively, on the host view of
-// device memory, in the current context; they need the handle's context to
-// be current and its stream usable there.
+// them through libcuda.so.1.  A GEMM is checked at the call (it needs the
+// handle's context current, its stream usable there, and its operands in
+// device memory), then queued on the handle's stream (tfd_enqueue): it runs,
+// naively, on the host view of device memory when the stream runs it.
+// Host-mode alpha and beta are read at the call, device-mode ones when the
+// GEMM runs, as in cuBLAS.
 //
 // As in real cuBLAS, cublasSetStream resets the handle's workspace to the
 // default (NULL, 0): a library must set its workspace again after changing
 // the stream.
 #include <cublas_api.h>
+#include <cuda.h>
 
 #include <cstring>
 #include <vector>
@@ -135,6 +139,53 @@ bool can_launch(const tfd_cublas_info &h)
     return tfd_current_context() == h.context && tfd_stream_status(h.stream) == 0;
 }
 
+// A queued GEMM: everything it needs when its stream runs it.
+template <class T> struct GemmJob {
+    Gemm g;
+    bool device_scalars;
+    T alpha, beta;                 // host pointer mode: read at the call
+    const T *alpha_p, *beta_p;     // device pointer mode: read when it runs
+    const T *A, *B;
+    T *C;
+};
+
+// The operands' host views for `alpha`; false when one is not device memory.
+template <class T>
+bool views(const Gemm &g, T alpha, const T *A, const T *B, T *C, const unsigned char **a,
+           const unsigned char **b, unsigned char **c)
+{
+    *a = *b = nullptr;
+    if (g.k > 0 && alpha != T(0)) {
+        bool na = g.ta == CUBLAS_OP_N, nb = g.tb == CUBLAS_OP_N;
+        *a = operand(A, span(na ? g.m : g.k, na ? g.k : g.m, g.lda, sizeof(T)));
+        *b = operand(B, span(nb ? g.k : g.n, nb ? g.n : g.k, g.ldb, sizeof(T)));
+        if (*a == nullptr || *b == nullptr)
+            return false;
+    }
+    *c = operand(C, span(g.m, g.n, g.ldc, sizeof(T)));
+    return *c != nullptr;
+}
+
+// Runs when the stream gets to it; memory gone by then faults the context.
+template <class T> int run_gemm(void *p)
+{
+    const GemmJob<T> &j = *static_cast<const GemmJob<T> *>(p);
+    T alpha = j.alpha, beta = j.beta;
+    tfd_cublas_info device_mode = {};
+    device_mode.pointer_mode = CUBLAS_POINTER_MODE_DEVICE;
+    if (j.device_scalars &&
+        (!scalar(device_mode, j.alpha_p, &alpha) || !scalar(device_mode, j.beta_p, &beta)))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    const unsigned char *a = nullptr, *b = nullptr;
+    unsigned char *c = nullptr;
+    if (!views(j.g, alpha, j.A, j.B, j.C, &a, &b, &c))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    compute<T>(j.g, alpha, a, b, beta, c);
+    return 0;
+}
+
+template <class T> void drop_gemm(void *p) { delete static_cast<GemmJob<T> *>(p); }
+
 template <class T>
 cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, const T *A,
                     const T *B, const T *beta_p, T *C)
@@ -151,19 +202,16 @@ cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, cons
     T alpha, beta;
     if (!scalar(*h, alpha_p, &alpha) || !scalar(*h, beta_p, &beta))
         return CUBLAS_STATUS_EXECUTION_FAILED;
-    bool product = g.k > 0 && alpha != T(0);
     const unsigned char *a = nullptr, *b = nullptr;
-    if (product) {
-        bool na = g.ta == CUBLAS_OP_N, nb = g.tb == CUBLAS_OP_N;
-        a = operand(A, span(na ? g.m : g.k, na ? g.k : g.m, g.lda, sizeof(T)));
-        b = operand(B, span(nb ? g.k : g.n, nb ? g.n : g.k, g.ldb, sizeof(T)));
-        if (a == nullptr || b == nullptr)
-            return CUBLAS_STATUS_EXECUTION_FAILED;
-    }
-    unsigned char *c = operand(C, span(g.m, g.n, g.ldc, sizeof(T)));
-    if (c == nullptr)
+    unsigned char *c = nullptr;
+    if (!views(g, alpha, A, B, C, &a, &b, &c))
         return CUBLAS_STATUS_EXECUTION_FAILED;
-    compute<T>(g, alpha, a, b, beta, c);
+    bool device_scalars = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+    auto *job = new GemmJob<T>{g, device_scalars, alpha, beta, alpha_p, beta_p, A, B, C};
+    if (tfd_enqueue(h->stream, "cublasGemm", run_gemm<T>, job, drop_gemm<T>, nullptr) != 0) {
+        delete job;
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     h->last_stream = h->stream;
     ++h->gemms;
     return CUBLAS_STATUS_SUCCESS;

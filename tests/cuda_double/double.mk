@@ -3,6 +3,7 @@
 #   $(DOUBLE_DIR)/libcuda.so.1       driver double + tfd_* control interface
 #   $(DOUBLE_DIR)/libcublas.so.13    cuBLAS double (reports 13.x)
 #   $(DOUBLE_DIR)/libnvrtc.so.13     NVRTC double
+#   $(DOUBLE_DIR)/libnccl.so.2       NCCL double (all-reduce across ranks)
 #   $(DOUBLE12_DIR)/libcublas.so.12  cuBLAS double (reports 12.x)
 #
 # The companions link the driver double and share its state; their rpath
@@ -20,14 +21,14 @@ DOUBLE_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) \
 # The packager's CXXFLAGS and LDFLAGS (after these) apply to the links too.
 DOUBLE_LDFLAGS = -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS) $(CXXFLAGS) $(LDFLAGS)
 
-DRIVER_DOUBLE_NAMES := state control proc_address device context stream_event \
-  memory module error_names
+DRIVER_DOUBLE_NAMES := state queue control proc_address device context stream_event \
+  memory copy module error_names
 DRIVER_DOUBLE_OBJS := $(DRIVER_DOUBLE_NAMES:%=$(DOUBLE_OBJ)/%.o)
 DOUBLE_ALL_OBJS := $(DRIVER_DOUBLE_OBJS) $(DOUBLE_OBJ)/cublas13.o \
-  $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o
+  $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_OBJ)/nccl_double.o
 
 DOUBLE_LIBS := $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcublas.so.13 \
-  $(DOUBLE_DIR)/libnvrtc.so.13 $(DOUBLE12_DIR)/libcublas.so.12
+  $(DOUBLE_DIR)/libnvrtc.so.13 $(DOUBLE_DIR)/libnccl.so.2 $(DOUBLE12_DIR)/libcublas.so.12
 
 .PHONY: double
 double: $(DOUBLE_LIBS)
@@ -58,6 +59,11 @@ $(DOUBLE_DIR)/libnvrtc.so.13: $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_SRC)/libnvrt
 	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libnvrtc.so.13 \
 	  -Wl,--version-script=$(DOUBLE_SRC)/libnvrtc.map -o $@ $< \
 	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+
+$(DOUBLE_DIR)/libnccl.so.2: $(DOUBLE_OBJ)/nccl_double.o $(DOUBLE_SRC)/libnccl.map $(DOUBLE_DIR)/libcuda.so.1
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libnccl.so.2 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libnccl.map -o $@ $< \
+	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lpthread
 
 $(DOUBLE12_DIR)/libcublas.so.12: $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_SRC)/libcublas.map $(DOUBLE_DIR)/libcuda.so.1
 	@mkdir -p $(dir $@)

@@ -1,4 +1,4 @@
-// Device memory, pinned host memory, copies and pointer queries.
+// Device memory, pinned host memory and pointer queries (copies: copy.cpp).
 //
 // Device memory is backed by anonymous mappings made with MAP_NORESERVE, so
 // a large allocation costs nothing until it is touched.  Device addresses are
@@ -78,40 +78,33 @@ void release_alloc(std::map<uint64_t, DeviceAlloc>::iterator it)
     s.device_allocs.erase(it);
 }
 
-// Free by base address; anything else is CUDA_ERROR_INVALID_VALUE.
-static CUresult free_base(CUdeviceptr dptr)
+// The live allocation starting at dptr whose free is not queued yet.
+static std::map<uint64_t, DeviceAlloc>::iterator freeable(CUdeviceptr dptr)
 {
     auto &m = state().device_allocs;
     auto it = m.find(dptr);
-    if (it == m.end())
-        return CUDA_ERROR_INVALID_VALUE;
-    release_alloc(it);
-    return CUDA_SUCCESS;
+    return it == m.end() || it->second.free_queued ? m.end() : it;
 }
 
-// A host pointer handed to a copy must be a canonical x86-64 address; a
-// device address passed by mistake is reported instead of crashing here.
-static bool host_pointer_ok(const void *p)
+unsigned char *mapped_range(CUdeviceptr dptr, size_t bytes)
 {
-    uintptr_t top = reinterpret_cast<uintptr_t>(p) >> 47;
-    return p != nullptr && (top == 0 || top == (uintptr_t(1) << 17) - 1);
+    void *p = reinterpret_cast<void *>(static_cast<uintptr_t>(dptr));
+    return page_locked(p, bytes) ? static_cast<unsigned char *>(p) : nullptr;
 }
 
-// Host view of a device range that must lie in one live allocation.
-static unsigned char *device_range(CUdeviceptr dptr, size_t bytes)
+unsigned char *device_range(CUdeviceptr dptr, size_t bytes)
 {
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes, &base);
-    return a == nullptr ? nullptr : a->host + (dptr - base);
+    return a == nullptr ? mapped_range(dptr, bytes) : a->host + (dptr - base);
 }
 
-// Prologue of every stream-ordered memory call.
-static CUresult need_stream(CUstream stream, Context **cur)
+CUresult need_stream(CUstream stream, Context **cur, uint64_t *key)
 {
     CUresult rc = need_context(cur);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return use_stream(stream, **cur, nullptr);
+    return use_stream(stream, **cur, key);
 }
 
 static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytes)
@@ -125,18 +118,32 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytes)
     return create_alloc(cur->device, cur->handle, bytes, dptr);
 }
 
+// Synchronous, as in CUDA: every stream of the allocation's device first
+// runs what is queued (work that may still use the memory), then the
+// memory goes.  Anything but a live allocation's base is
+// CUDA_ERROR_INVALID_VALUE, a base whose cuMemFreeAsync is queued too.
 static CUresult mem_free(CUdeviceptr dptr)
 {
     CUresult rc = need_context(nullptr);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS || dptr == 0)
         return rc;
-    return dptr == 0 ? CUDA_SUCCESS : free_base(dptr);
+    auto it = freeable(dptr);
+    if (it == state().device_allocs.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    drain_device(it->second.device);
+    it = freeable(dptr);   // the drain ran queued frees: look again
+    if (it != state().device_allocs.end())
+        release_alloc(it);
+    return need_context(nullptr);
 }
 
+// The memory exists from the call on (the double needs no pool): work the
+// stream runs after the allocation may use it, and so may, wrongly, work on
+// other streams.
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
 {
     Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
+    CUresult rc = need_stream(stream, &cur, nullptr);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (device_attribute(cur->device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) == 0)
@@ -146,13 +153,31 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream
     return create_alloc(cur->device, cur->handle, bytes, dptr);
 }
 
+// The memory goes when the stream runs the free: work queued before it still
+// finds it, work that runs after it faults its context.  A second free of
+// the same base is CUDA_ERROR_INVALID_VALUE.
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
     Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return free_base(dptr);
+    auto it = freeable(dptr);
+    if (it == state().device_allocs.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    it->second.free_queued = true;
+    Op op;
+    op.what = "cuMemFreeAsync";
+    op.body = [dptr](Context &) {
+        auto &m = state().device_allocs;
+        auto found = m.find(dptr);
+        if (found != m.end())
+            release_alloc(found);
+        return 0;
+    };
+    enqueue(key, cur->handle, std::move(op));
+    return CUDA_SUCCESS;
 }
 
 static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
@@ -175,15 +200,18 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
+// Synchronous, as in CUDA: every stream first runs what is queued (copies
+// that may still read or write the block), then the block goes.
 static CUresult free_host(void *p)
 {
     CUresult rc = need_context(nullptr);
     if (rc != CUDA_SUCCESS)
         return rc;
     State &s = state();
-    auto it = s.host_allocs.find(reinterpret_cast<uintptr_t>(p));
-    if (p == nullptr || it == s.host_allocs.end())
+    if (p == nullptr || s.host_allocs.count(reinterpret_cast<uintptr_t>(p)) == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    drain_all();
+    auto it = s.host_allocs.find(reinterpret_cast<uintptr_t>(p));
     std::free(p);
     s.host_allocs.erase(it);
     --s.live[TFD_HOST_ALLOCS];
@@ -210,8 +238,7 @@ static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
     return CUDA_SUCCESS;
 }
 
-// Pinned host allocation containing `p`, or nullptr.
-static const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
+const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
 {
     auto &m = state().host_allocs;
     auto it = m.upper_bound(p);
@@ -222,6 +249,26 @@ static const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
         return nullptr;
     *base = it->first;
     return &it->second;
+}
+
+bool page_locked(const void *p, size_t bytes)
+{
+    uintptr_t base = 0;
+    const HostAlloc *h = find_host(reinterpret_cast<uintptr_t>(p), &base);
+    return h != nullptr && bytes <= h->size - (reinterpret_cast<uintptr_t>(p) - base);
+}
+
+// With unified addressing every cuMemHostAlloc block is mapped, at the
+// same address on the device.
+static CUresult host_device_pointer(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    CUresult rc = need_context(nullptr);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (dptr == nullptr || flags != 0 || !page_locked(p, 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    *dptr = reinterpret_cast<uintptr_t>(p);
+    return CUDA_SUCCESS;
 }
 
 static CUresult device_pointer_attribute(void *data, int attribute, CUdeviceptr ptr,
@@ -295,103 +342,6 @@ static CUresult pointer_attribute(void *data, int attribute, CUdeviceptr ptr)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
-{
-    Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
-    if (rc != CUDA_SUCCESS || bytes == 0)
-        return rc;
-    unsigned char *d = device_range(dst, bytes);
-    if (d == nullptr || !host_pointer_ok(src))
-        return CUDA_ERROR_INVALID_VALUE;
-    std::memcpy(d, src, bytes);
-    return CUDA_SUCCESS;
-}
-
-static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
-{
-    Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
-    if (rc != CUDA_SUCCESS || bytes == 0)
-        return rc;
-    unsigned char *s = device_range(src, bytes);
-    if (s == nullptr || !host_pointer_ok(dst))
-        return CUDA_ERROR_INVALID_VALUE;
-    std::memcpy(dst, s, bytes);
-    return CUDA_SUCCESS;
-}
-
-static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
-{
-    Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
-    if (rc != CUDA_SUCCESS || bytes == 0)
-        return rc;
-    unsigned char *d = device_range(dst, bytes);
-    unsigned char *s = device_range(src, bytes);
-    if (d == nullptr || s == nullptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    std::memmove(d, s, bytes);
-    return CUDA_SUCCESS;
-}
-
-// A peer copy names both contexts; each range must lie in an allocation on
-// its context's device.
-static CUresult peer_context(CUcontext ctx, const Context **out)
-{
-    const Context *c = find_context(handle_of(ctx));
-    if (c == nullptr || !c->active())
-        return CUDA_ERROR_INVALID_CONTEXT;
-    if (c->poison != 0)
-        return static_cast<CUresult>(c->poison);
-    *out = c;
-    return CUDA_SUCCESS;
-}
-
-static unsigned char *peer_range(CUdeviceptr p, size_t bytes, const Context &ctx)
-{
-    uint64_t base = 0;
-    DeviceAlloc *a = find_alloc(p, bytes, &base);
-    if (a == nullptr || a->device != ctx.device)
-        return nullptr;
-    return a->host + (p - base);
-}
-
-static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                          CUcontext src_ctx, size_t bytes, CUstream stream)
-{
-    Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    const Context *dc = nullptr;
-    const Context *sc = nullptr;
-    if ((rc = peer_context(dst_ctx, &dc)) != CUDA_SUCCESS ||
-        (rc = peer_context(src_ctx, &sc)) != CUDA_SUCCESS)
-        return rc;
-    if (bytes == 0)
-        return CUDA_SUCCESS;
-    unsigned char *d = peer_range(dst, bytes, *dc);
-    unsigned char *s = peer_range(src, bytes, *sc);
-    if (d == nullptr || s == nullptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    std::memmove(d, s, bytes);
-    return CUDA_SUCCESS;
-}
-
-static CUresult memset_d8(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream)
-{
-    Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur);
-    if (rc != CUDA_SUCCESS || count == 0)
-        return rc;
-    unsigned char *d = device_range(dst, count);
-    if (d == nullptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    std::memset(d, value, count);
-    return CUDA_SUCCESS;
-}
-
 CUresult entry::d_cuMemAlloc(CUdeviceptr *dptr, size_t bytes)
 {
     return run("cuMemAlloc", [&] { return mem_alloc(dptr, bytes); });
@@ -422,6 +372,11 @@ CUresult entry::d_cuMemFreeHost(void *p)
     return run("cuMemFreeHost", [&] { return free_host(p); });
 }
 
+CUresult entry::d_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    return run("cuMemHostGetDevicePointer", [&] { return host_device_pointer(dptr, p, flags); });
+}
+
 CUresult entry::d_cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
     return run("cuMemGetAddressRange", [&] { return address_range(pbase, psize, dptr); });
@@ -431,33 +386,6 @@ CUresult entry::d_cuPointerGetAttribute(void *data, CUpointer_attribute attribut
 {
     return run("cuPointerGetAttribute",
                [&] { return pointer_attribute(data, raw_enum(attribute), ptr); });
-}
-
-CUresult entry::d_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
-{
-    return run("cuMemcpyHtoDAsync", [&] { return copy_htod(dst, src, bytes, stream); });
-}
-
-CUresult entry::d_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
-{
-    return run("cuMemcpyDtoHAsync", [&] { return copy_dtoh(dst, src, bytes, stream); });
-}
-
-CUresult entry::d_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
-{
-    return run("cuMemcpyDtoDAsync", [&] { return copy_dtod(dst, src, bytes, stream); });
-}
-
-CUresult entry::d_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                   CUcontext src_ctx, size_t bytes, CUstream stream)
-{
-    return run("cuMemcpyPeerAsync",
-               [&] { return copy_peer(dst, dst_ctx, src, src_ctx, bytes, stream); });
-}
-
-CUresult entry::d_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream)
-{
-    return run("cuMemsetD8Async", [&] { return memset_d8(dst, value, count, stream); });
 }
 
 }  // namespace tfd

@@ -1,14 +1,16 @@
 // Modules and kernels.  An image is NUL-terminated PTX-like text; its
 // ".entry NAME" lines declare kernels.  Only names the double knows as
-// built-in fake kernels yield functions, and launching one runs it at once
-// on host memory:
+// built-in fake kernels yield functions.  A launch is checked at the call and
+// queued on its stream (queue.h) with a copy of its parameters; the kernel
+// runs on host memory when the stream runs it:
 //   tfd_fill_u32(uint64_t dptr, uint32_t value, uint32_t n)
 //   tfd_add_f32(uint64_t x, uint64_t y, uint64_t out, uint32_t n)
 //   tfd_illegal_address()
 // A kernel that touches memory outside a live allocation reachable from the
 // launching context (its device, or a peer with access enabled) poisons that
-// context with CUDA_ERROR_ILLEGAL_ADDRESS, like an asynchronous fault: the
-// launch returns success and later calls fail.
+// context with CUDA_ERROR_ILLEGAL_ADDRESS when it runs, like an asynchronous
+// fault: the launch returns success and calls after the run fail (the call
+// that made the stream run it included, when it is a synchronizing call).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -360,7 +362,7 @@ static unsigned char *kernel_range(const Context &cur, uint64_t dptr, uint64_t b
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes == 0 ? 1 : bytes, &base);
     if (a == nullptr)
-        return nullptr;
+        return mapped_range(dptr, bytes == 0 ? 1 : bytes);   // reachable from every device
     bool reachable = a->device == cur.device;
     for (uint64_t peer : cur.peers) {
         const Context *p = find_context(peer);
@@ -369,6 +371,14 @@ static unsigned char *kernel_range(const Context &cur, uint64_t dptr, uint64_t b
     return reachable ? a->host + (dptr - base) : nullptr;
 }
 
+// A launch's parameters, copied at the call as CUDA does: the caller may
+// reuse its argument storage once cuLaunchKernel returns.
+struct Args {
+    uint64_t ptr[3] = {};
+    uint32_t value = 0;
+    uint32_t n = 0;
+};
+
 template <class T> static T param(void **params, unsigned i)
 {
     T v;
@@ -376,27 +386,40 @@ template <class T> static T param(void **params, unsigned i)
     return v;
 }
 
+static Args copy_args(Kernel k, void **params)
+{
+    Args a;
+    if (k == Kernel::fill_u32) {
+        a.ptr[0] = param<uint64_t>(params, 0);
+        a.value = param<uint32_t>(params, 1);
+        a.n = param<uint32_t>(params, 2);
+    } else if (k == Kernel::add_f32) {
+        for (unsigned i = 0; i < 3; ++i)
+            a.ptr[i] = param<uint64_t>(params, i);
+        a.n = param<uint32_t>(params, 3);
+    }
+    return a;
+}
+
 // Run a built-in kernel; returns false when it touched bad memory.
-static bool execute(Kernel k, const Context &cur, void **params)
+static bool execute(Kernel k, const Context &cur, const Args &args)
 {
     if (k == Kernel::illegal_address)
         return false;
+    uint32_t n = args.n;
     if (k == Kernel::fill_u32) {
-        uint32_t value = param<uint32_t>(params, 1);
-        uint32_t n = param<uint32_t>(params, 2);
-        unsigned char *d = kernel_range(cur, param<uint64_t>(params, 0), uint64_t(n) * 4);
+        unsigned char *d = kernel_range(cur, args.ptr[0], uint64_t(n) * 4);
         if (n != 0 && d == nullptr)
             return false;
         for (uint32_t i = 0; i < n; ++i)
-            std::memcpy(d + 4 * uint64_t(i), &value, 4);
+            std::memcpy(d + 4 * uint64_t(i), &args.value, 4);
         return true;
     }
-    uint32_t n = param<uint32_t>(params, 3);
     if (n == 0)
         return true;
-    unsigned char *x = kernel_range(cur, param<uint64_t>(params, 0), uint64_t(n) * 4);
-    unsigned char *y = kernel_range(cur, param<uint64_t>(params, 1), uint64_t(n) * 4);
-    unsigned char *out = kernel_range(cur, param<uint64_t>(params, 2), uint64_t(n) * 4);
+    unsigned char *x = kernel_range(cur, args.ptr[0], uint64_t(n) * 4);
+    unsigned char *y = kernel_range(cur, args.ptr[1], uint64_t(n) * 4);
+    unsigned char *out = kernel_range(cur, args.ptr[2], uint64_t(n) * 4);
     if (x == nullptr || y == nullptr || out == nullptr)
         return false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -418,7 +441,8 @@ static CUresult launch(CUfunction fn, const Launch &l, CUstream stream, void **p
     Function *f = nullptr;
     if ((rc = find_function(fn, *cur, &f)) != CUDA_SUCCESS)
         return rc;
-    if ((rc = use_stream(stream, *cur, nullptr)) != CUDA_SUCCESS)
+    uint64_t key = 0;
+    if ((rc = use_stream(stream, *cur, &key)) != CUDA_SUCCESS)
         return rc;
     if (!launch_shape_ok(l, *f, cur->device) || extra != nullptr)
         return CUDA_ERROR_INVALID_VALUE;
@@ -428,8 +452,14 @@ static CUresult launch(CUfunction fn, const Launch &l, CUstream stream, void **p
     for (unsigned i = 0; i < b.params; ++i)
         if (params[i] == nullptr)
             return CUDA_ERROR_INVALID_VALUE;
-    if (!execute(f->kernel, *cur, params))
-        cur->poison = CUDA_ERROR_ILLEGAL_ADDRESS;
+    Kernel k = f->kernel;
+    Args args = copy_args(k, params);
+    Op op;
+    op.what = "cuLaunchKernel";
+    op.body = [k, args](Context &ctx) {
+        return execute(k, ctx, args) ? 0 : int(CUDA_ERROR_ILLEGAL_ADDRESS);
+    };
+    enqueue(key, cur->handle, std::move(op));
     return CUDA_SUCCESS;
 }
 

@@ -30,7 +30,8 @@ std::string canonical(const char *entry)
 
 bool is_driver_entry(const std::string &name)
 {
-    return name.compare(0, 6, "cublas") != 0 && name.compare(0, 5, "nvrtc") != 0;
+    return name.compare(0, 6, "cublas") != 0 && name.compare(0, 5, "nvrtc") != 0 &&
+           name.compare(0, 4, "nccl") != 0;
 }
 
 // A rule fires for the matching calls number nth .. nth+times-1 it has seen.
@@ -126,13 +127,6 @@ CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key)
     return CUDA_SUCCESS;
 }
 
-void complete_stream_events(uint64_t key)
-{
-    for (auto &e : state().events)
-        if (e.second.stream_key == key)
-            e.second.pending = false;
-}
-
 // Erase every object of `m` that belongs to context `ctx`, counting them.
 template <class Map> static void reclaim_objects(Map &m, uint64_t ctx, int kind)
 {
@@ -151,6 +145,7 @@ template <class Map> static void reclaim_objects(Map &m, uint64_t ctx, int kind)
 void reclaim_context(Context &ctx)
 {
     State &s = state();
+    drop_context_queues(ctx.handle);
     reclaim_objects(s.streams, ctx.handle, TFD_STREAMS);
     reclaim_objects(s.events, ctx.handle, TFD_EVENTS);
     reclaim_objects(s.modules, ctx.handle, TFD_MODULES);

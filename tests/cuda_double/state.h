@@ -13,11 +13,14 @@
 //    through the driver) are reclaimed when the context is destroyed: a
 //    primary context whose retain count drops to 0, or a test context
 //    destroyed with tfd_destroy_context.  Their handles then become invalid.
+//    The context's streams run their queued work first (queue.h).
 #ifndef TFD_STATE_H
 #define TFD_STATE_H
 
 #include <cuda.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "queue.h"
 #include "raw_enum.h"
 #include "tfd_control.h"
 
@@ -76,11 +80,14 @@ struct Stream {
     unsigned flags = 0;
 };
 
+// An event is complete when the stream of its latest record has run the
+// record's marker op (or it was never recorded).
 struct Event {
     uint64_t ctx = 0;
     unsigned flags = 0;
-    bool pending = false;        // recorded while async pending was on, not yet completed
-    uint64_t stream_key = 0;     // stream it was recorded on (see stream_key())
+    bool recorded = false;
+    uint64_t stream_key = 0;     // stream of the latest record (see use_stream)
+    uint64_t seq = 0;            // the record's position in that stream
 };
 
 struct Module {
@@ -100,6 +107,7 @@ struct Function {
 
 struct DeviceAlloc {
     uint64_t size = 0;
+    bool free_queued = false;        // cuMemFreeAsync queued, not run yet
     unsigned char *host = nullptr;   // backing store
     size_t mapped = 0;               // bytes mapped for the backing store
     int device = 0;
@@ -133,7 +141,13 @@ struct State {
     bool initialized = false;
     int driver_version = kDriverVersion;  // what cuDriverGetVersion reports
     int device_count = 1;
-    bool async_pending = false;
+    // Execution of stream work (tfd_set_execution); see queue.h.
+    int exec = TFD_EXEC_DEFERRED;
+    unsigned long query_progress = 0;
+    std::chrono::microseconds background_delay{1000};
+    std::map<uint64_t, Queue> queues;                // by stream key
+    std::condition_variable_any background_cv;
+    bool background_started = false;
     DeviceConfig devices[kMaxDevices];
     std::map<int, int> all_attributes;   // tfd_set_attribute(-1, ...)
 
@@ -170,8 +184,8 @@ using Lock = std::unique_lock<std::recursive_mutex>;
 // Canonical spelling of an entry name ("cuGetProcAddress_v2" is counted as
 // "cuGetProcAddress").
 std::string canonical(const char *entry);
-// Driver entries are matched by the "*" fault wildcard; cuBLAS and NVRTC
-// entries are not.
+// Driver entries are matched by the "*" fault wildcard; cuBLAS, NVRTC and
+// NCCL entries are not.
 bool is_driver_entry(const std::string &name);
 
 // Log and count one call of `entry` and evaluate the fault rules.  Must be
@@ -183,9 +197,13 @@ void enter_locked(const char *entry, int *before, int *after) noexcept;
 // Runs one driver entry point: logs it, applies fault rules, then runs body
 // under the mutex.  A fault-after code replaces a successful result only.
 // No exception leaves an entry point (they are called from C): running out
-// of host memory is CUDA_ERROR_OUT_OF_MEMORY.
+// of host memory is CUDA_ERROR_OUT_OF_MEMORY.  A host function (queued with
+// cuLaunchHostFunc) must not call the driver, as in CUDA: such a call is
+// CUDA_ERROR_NOT_PERMITTED and not logged.
 template <class Body> CUresult run(const char *entry, Body body) noexcept
 {
+    if (in_host_function())
+        return CUDA_ERROR_NOT_PERMITTED;
     Lock lock(state().mu);
     int before = 0, after = 0;
     enter_locked(entry, &before, &after);
@@ -221,14 +239,28 @@ CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key);
 // Stream key of the default (legacy) stream of a context.
 inline uint64_t legacy_key(uint64_t ctx) { return ctx | 1; }
 // Destroy a context's objects (streams, events, modules, driver-made
-// allocations) and forget its poison and peers.
+// allocations) and forget its poison and peers.  Its streams first run
+// what is queued on them (the ops of a faulted context are dropped).
 void reclaim_context(Context &ctx);
-void complete_stream_events(uint64_t key);
 
 // ---- device memory (mutex held) ----------------------------------------
 
 // Allocation that wholly contains [dptr, dptr+bytes), or nullptr.
 DeviceAlloc *find_alloc(uint64_t dptr, uint64_t bytes, uint64_t *base = nullptr);
+// Host view of a device range inside one allocation (find_alloc), or of
+// page-locked host memory (mapped_range), or nullptr.
+unsigned char *device_range(CUdeviceptr dptr, size_t bytes);
+// Page-locked host memory seen from the device: with unified addressing a
+// cuMemHostAlloc block is mapped at its host address.  nullptr otherwise.
+unsigned char *mapped_range(CUdeviceptr dptr, size_t bytes);
+// Pinned host allocation containing `p`, or nullptr.
+const HostAlloc *find_host(uintptr_t p, uintptr_t *base);
+// Whether [p, p+bytes) lies in page-locked host memory the double knows
+// (a cuMemHostAlloc block); other host memory is pageable.
+bool page_locked(const void *p, size_t bytes);
+// Prologue of every stream-ordered call: a usable context and stream; *key
+// (may be NULL) receives the stream key.
+CUresult need_stream(CUstream stream, Context **cur, uint64_t *key);
 // Create an allocation; returns CUDA_ERROR_OUT_OF_MEMORY when the device's
 // total would be exceeded or no backing store can be mapped.
 CUresult create_alloc(int device, uint64_t ctx, uint64_t bytes, CUdeviceptr *dptr);

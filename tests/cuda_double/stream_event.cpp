@@ -1,9 +1,12 @@
-// Streams and events.  Work is done when it is enqueued, so streams only
-// carry a context and flags.  Events model completion: with async pending on
-// (tfd_set_async_pending) an event recorded from then on stays "not ready"
-// until its stream or the event is synchronized, or tfd_complete_all.
+// Streams, events and the calls that wait for them.  Each stream has a queue
+// (queue.h); an event record is a marker op in its stream's queue, so an
+// event is complete once its stream has run the marker.  A stream wait is an
+// op that first runs the event's stream up to the marker it saw when the
+// wait was queued (later records do not move it, as in CUDA).
 #include "entries.h"
 #include "state.h"
+
+#include <vector>
 
 namespace tfd {
 
@@ -39,6 +42,7 @@ static CUresult stream_create(CUstream *ph, unsigned int flags)
     State &s = state();
     uint64_t h = make_handle(Tag::stream);
     s.streams[h] = Stream{cur->handle, flags};
+    queue_of(h, cur->handle, (flags & CU_STREAM_NON_BLOCKING) == 0);
     ++s.live[TFD_STREAMS];
     *ph = handle_ptr<CUstream>(h);
     return CUDA_SUCCESS;
@@ -56,29 +60,78 @@ static CUresult stream_destroy(CUstream stream)
         return CUDA_ERROR_INVALID_HANDLE;   // also the default streams
     if (it->second.ctx != cur->handle)
         return CUDA_ERROR_INVALID_CONTEXT;
+    // CUDA finishes the stream's work after the call returns; the double
+    // runs it now, so the outcome is the same whatever the test does next.
+    drop_stream_queue(it->first);
     s.streams.erase(it);
     --s.live[TFD_STREAMS];
     return CUDA_SUCCESS;
 }
 
 // Synchronizing the legacy default stream also waits for the blocking
-// streams of its context (their work is ordered before it).
+// streams of its context (their work is ordered before it).  A fault raised
+// by the work it ran is reported by the call.
 static CUresult stream_synchronize(CUstream stream)
+{
+    Context *cur = nullptr;
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    drain_stream(key);
+    if (key == legacy_key(cur->handle)) {
+        std::vector<uint64_t> blocking;
+        for (const auto &st : state().streams)
+            if (st.second.ctx == cur->handle && (st.second.flags & CU_STREAM_NON_BLOCKING) == 0)
+                blocking.push_back(st.first);
+        for (uint64_t k : blocking)
+            drain_stream(k);
+    }
+    return need_context(nullptr);
+}
+
+// Not ready while the stream has queued work; with query progress n, the
+// stream first runs up to n ops.
+static CUresult stream_query(CUstream stream)
+{
+    Context *cur = nullptr;
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    step(key, state().query_progress);
+    if ((rc = need_context(nullptr)) != CUDA_SUCCESS)
+        return rc;
+    return pending(key) == 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+static CUresult ctx_synchronize()
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
     if (rc != CUDA_SUCCESS)
         return rc;
+    drain_context(cur->handle);
+    return need_context(nullptr);
+}
+
+static CUresult launch_host_func(CUstream stream, CUhostFn fn, void *user_data)
+{
+    Context *cur = nullptr;
     uint64_t key = 0;
-    rc = use_stream(stream, *cur, &key);
+    CUresult rc = need_stream(stream, &cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
-    complete_stream_events(key);
-    if (key != legacy_key(cur->handle))
-        return CUDA_SUCCESS;
-    for (const auto &st : state().streams)
-        if (st.second.ctx == cur->handle && (st.second.flags & CU_STREAM_NON_BLOCKING) == 0)
-            complete_stream_events(st.first);
+    if (fn == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    Op op;
+    op.what = "cuLaunchHostFunc";
+    op.host_function = true;
+    op.body = [fn, user_data](Context &) {
+        fn(user_data);
+        return 0;
+    };
+    enqueue(key, cur->handle, std::move(op));
     return CUDA_SUCCESS;
 }
 
@@ -87,10 +140,8 @@ static CUresult stream_synchronize(CUstream stream)
 static CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int flags)
 {
     Context *cur = nullptr;
-    CUresult rc = need_context(&cur);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    rc = use_stream(stream, *cur, nullptr);
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
     auto &m = state().events;
@@ -102,6 +153,14 @@ static CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int f
         return static_cast<CUresult>(owner->poison);
     if (flags > CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
+    const Event &e = it->second;
+    if (!e.recorded || reached(e.stream_key, e.seq))
+        return CUDA_SUCCESS;   // nothing left to wait for
+    Op op;
+    op.what = "cuStreamWaitEvent";
+    op.wait_key = e.stream_key;
+    op.wait_seq = e.seq;
+    enqueue(key, cur->handle, std::move(op));
     return CUDA_SUCCESS;
 }
 
@@ -151,11 +210,19 @@ static CUresult event_record(CUevent event, CUstream stream)
     rc = use_stream(stream, *cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
+    Op marker;
+    marker.what = "cuEventRecord";
+    uint64_t seq = enqueue(key, cur->handle, std::move(marker));   // runs no event call
+    e->recorded = true;
     e->stream_key = key;
-    e->pending = state().async_pending;
+    e->seq = seq;
     return CUDA_SUCCESS;
 }
 
+static bool event_done(const Event &e) { return !e.recorded || reached(e.stream_key, e.seq); }
+
+// With query progress n, the event's stream first runs up to n ops, stopping
+// at the record.
 static CUresult event_query(CUevent event)
 {
     Context *cur = nullptr;
@@ -163,7 +230,11 @@ static CUresult event_query(CUevent event)
     CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return e->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    for (unsigned long i = 0; i < state().query_progress && !event_done(*e); ++i)
+        step(e->stream_key, 1);
+    if ((rc = need_context(nullptr)) != CUDA_SUCCESS)
+        return rc;
+    return event_done(*e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 static CUresult event_synchronize(CUevent event)
@@ -173,8 +244,9 @@ static CUresult event_synchronize(CUevent event)
     CUresult rc = current_event(event, &cur, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
-    e->pending = false;
-    return CUDA_SUCCESS;
+    if (e->recorded)
+        advance(e->stream_key, e->seq);
+    return need_context(nullptr);
 }
 
 CUresult entry::d_cuStreamCreate(CUstream *ph, unsigned int flags)
@@ -190,6 +262,21 @@ CUresult entry::d_cuStreamDestroy(CUstream stream)
 CUresult entry::d_cuStreamSynchronize(CUstream stream)
 {
     return run("cuStreamSynchronize", [&] { return stream_synchronize(stream); });
+}
+
+CUresult entry::d_cuStreamQuery(CUstream stream)
+{
+    return run("cuStreamQuery", [&] { return stream_query(stream); });
+}
+
+CUresult entry::d_cuCtxSynchronize()
+{
+    return run("cuCtxSynchronize", [&] { return ctx_synchronize(); });
+}
+
+CUresult entry::d_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data)
+{
+    return run("cuLaunchHostFunc", [&] { return launch_host_func(stream, fn, user_data); });
 }
 
 CUresult entry::d_cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)

@@ -4,7 +4,8 @@
  * memory, every driver entry point tenferro-gpu resolves (src/driver_entries.inc).
  * Tests put its folder first on LD_LIBRARY_PATH; the library under test then
  * loads it exactly as it loads the real driver.  Companion doubles
- * libcublas.so.13 / libcublas.so.12 and libnvrtc.so.13 share its state.
+ * libcublas.so.13 / libcublas.so.12, libnvrtc.so.13 and libnccl.so.2 share
+ * its state.
  *
  * Tests never link these functions directly: tests/support/double_link.h
  * resolves them with dlsym from whatever libcuda.so.1 the process loaded, so
@@ -12,6 +13,7 @@
  * not exist and tests that need them skip.
  *
  * Every function here is thread-safe (one mutex inside the double).
+ * docs/testing.md describes how the suites use the double.
  */
 #ifndef TFD_CONTROL_H
 #define TFD_CONTROL_H
@@ -37,11 +39,13 @@ enum tfd_kind {
 };
 
 /* Forget every fault rule, hidden-entry mark, call counter, the call log and
- * device configuration changes (back to one device, async completion on).
- * Objects that still exist (streams, allocations, contexts, retained primary
- * contexts) are kept, so a test can assert what a previous step leaked.
- * Events still pending complete; context poison and the calling thread's
- * current context are kept. */
+ * device configuration changes (back to one device).  Every stream first
+ * runs the work still queued on it (tfd_drain_all); then the execution
+ * settings go back to their defaults: TFD_EXEC_DEFERRED, query progress 0,
+ * background delay 1000 us.  Objects that still exist (streams,
+ * allocations, contexts, retained primary contexts) are kept, so a test can
+ * assert what a previous step leaked; context poison and the calling
+ * thread's current context are kept. */
 void tfd_reset(void);
 
 /* ---- devices ---------------------------------------------------------- */
@@ -159,11 +163,101 @@ void tfd_device_free(uint64_t dptr);
 int tfd_device_write(uint64_t dptr, const void *src, size_t bytes);
 int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
 
-/* ---- asynchronous completion ----------------------------------------- */
+/* ---- execution of stream work ----------------------------------------- */
 
-/* With pending on, work is still done at once, but events recorded from now
- * on report CUDA_ERROR_NOT_READY from cuEventQuery until their stream is
- * synchronized, the event is synchronized, or tfd_complete_all is called. */
+/* Stream work -- async copies, memsets, kernel launches, cuBLAS GEMMs, host
+ * functions (cuLaunchHostFunc), event records, stream waits, cuMemFreeAsync
+ * -- is checked when it is called (bad arguments fail at once, as before)
+ * and appended to its stream's queue.  Its effect on device memory (or on
+ * page-locked host memory) happens when the stream RUNS it.  A stream runs
+ * its queue strictly in order; a stream wait (cuStreamWaitEvent) first runs
+ * the event's stream up to the record the wait saw when it was queued.  The
+ * legacy default stream and the blocking streams of a context wait for
+ * each other as in CUDA; non-blocking streams do not.
+ *
+ * What makes a stream run, besides the execution mode:
+ *  - cuStreamSynchronize (the legacy stream: also the context's blocking
+ *    streams), cuEventSynchronize (the recording stream up to the record),
+ *    cuCtxSynchronize (every stream of the context): the calling thread
+ *    runs the work itself, so a sync never waits for anything else;
+ *  - cuMemcpyDtoHAsync into pageable memory: its stream up to and including
+ *    the copy (the real driver returns once such a copy is done);
+ *  - the synchronous copies (cuMemcpyHtoD/DtoH/DtoD): the legacy stream up
+ *    to the copy;
+ *  - cuMemFree: every stream of the allocation's device; cuMemFreeHost:
+ *    every stream (both are synchronous in CUDA);
+ *  - cuStreamDestroy: that stream; the end of a context (primary release to
+ *    0, tfd_destroy_context): its streams.  CUDA finishes such work after
+ *    the call; the double runs it in the call, so the outcome is fixed;
+ *  - cuEventQuery / cuStreamQuery, with tfd_set_query_progress(n);
+ *  - tfd_step, tfd_drain_all, tfd_reset.
+ *
+ * Host memory: an HtoD copy from pageable memory (anything but a
+ * cuMemHostAlloc block) stages the bytes at the call, so the caller may
+ * reuse the source at once; a DtoH copy to pageable memory returns when
+ * done (above).  Page-locked memory is read and written when the copy runs,
+ * so reusing it too early shows.  As with unified addressing, every
+ * cuMemHostAlloc block is also device memory at its host address
+ * (cuMemHostGetDevicePointer returns it): copies, memsets and kernels may
+ * write it.  Ops write page-locked memory with atomic release stores, so
+ * host code spinning on it with atomic loads (while the background thread
+ * runs the ops) has no data race.
+ *
+ * Faults: an op of a context with a sticky fault (tfd_poison_context, or a
+ * fault raised by an earlier op) is dropped, not run; the stream still moves
+ * past it.  A kernel that touches bad memory (tfd_illegal_address, or a
+ * range outside the allocations its context may reach), and any op whose
+ * device memory was freed before it ran, faults its context with
+ * CUDA_ERROR_ILLEGAL_ADDRESS when it RUNS; the call that made it run reports
+ * the fault when it is a synchronizing call of that context.
+ *
+ * Host functions run on whichever thread makes their stream progress, with
+ * the double's mutex held: like CUDA, the double refuses driver calls from a
+ * host function (CUDA_ERROR_NOT_PERMITTED, not logged).  It may use the
+ * controls that only look (tfd_device_read, tfd_live, ...), but not those
+ * that make streams progress (tfd_step, tfd_drain_all, tfd_reset,
+ * tfd_set_execution), and must not wait for another thread that calls the
+ * double.
+ *
+ * Device memory from cuMemAllocAsync exists from the call; a
+ * cuMemFreeAsync releases it when its stream runs the free (work that runs
+ * after that and uses it faults its context; a second free of the same
+ * memory is CUDA_ERROR_INVALID_VALUE at the call).  tfd_device_read / tfd_device_write bypass the
+ * queues: they see device memory as the work run so far left it. */
+enum tfd_execution {
+    TFD_EXEC_SYNC = 0,        /* every op runs as soon as it is queued */
+    TFD_EXEC_DEFERRED = 1,    /* ops run only when their stream is made to
+                               * progress (above); the default */
+    TFD_EXEC_BACKGROUND = 2   /* deferred, and a thread of the double also
+                               * runs each op once it is the background delay
+                               * old (so host code that spins on page-locked
+                               * memory sees it change without a sync call) */
+};
+/* Switch modes; unknown values are ignored.  Work already queued stays
+ * queued when switching to TFD_EXEC_SYNC: it runs, in order, before the
+ * next op queued on its stream or at the next progress call. */
+void tfd_set_execution(int mode);
+int tfd_execution(void);
+/* How old an op must be before the background thread runs it (default
+ * 1000 us; tfd_reset restores it). */
+void tfd_set_background_delay_us(unsigned long microseconds);
+/* Each cuEventQuery first runs up to `ops` ops of the event's stream
+ * (stopping at the record); each cuStreamQuery up to `ops` ops of its
+ * stream.  A wait among them first runs what it waits for on other streams,
+ * which is not counted.  Default 0: a query never makes progress. */
+void tfd_set_query_progress(unsigned long ops);
+/* Run up to `ops` ops of `stream` (NULL: the legacy stream of the calling
+ * thread's current context), in order, as above; returns how many ran. */
+unsigned long tfd_step(void *stream, unsigned long ops);
+/* Run every queued op of every stream. */
+void tfd_drain_all(void);
+/* Ops queued on `stream` (NULL as for tfd_step) and not run yet; on all
+ * streams. */
+unsigned long tfd_pending(void *stream);
+unsigned long tfd_pending_total(void);
+/* Older spellings: tfd_set_async_pending(1) is
+ * tfd_set_execution(TFD_EXEC_DEFERRED), (0) is
+ * tfd_set_execution(TFD_EXEC_SYNC); tfd_complete_all is tfd_drain_all. */
 void tfd_set_async_pending(int on);
 void tfd_complete_all(void);
 
@@ -176,8 +270,9 @@ struct tfd_cublas_info {
     int pointer_mode;       /* cublasPointerMode_t */
     void *workspace;        /* cublasSetWorkspace */
     size_t workspace_size;
-    void *last_stream;      /* stream the latest GEMM ran on */
-    unsigned long gemms;    /* GEMMs executed with this handle */
+    void *last_stream;      /* stream the latest GEMM was queued on */
+    unsigned long gemms;    /* GEMMs queued with this handle (they run
+                             * when the stream runs them) */
 };
 /* Copy the record of `handle` into *out; 0 on success, -1 if unknown. */
 int tfd_cublas_get(void *handle, struct tfd_cublas_info *out);
@@ -198,6 +293,30 @@ int tfd_enter(const char *entry);
 int tfd_enter_ex(const char *entry, int *after_code);
 /* Host view of [dptr, dptr+bytes) if inside one live allocation, else NULL. */
 void *tfd_translate(uint64_t dptr, size_t bytes);
+/* Where an op sits: its stream and its position there. */
+struct tfd_ticket {
+    uint64_t stream_key;
+    uint64_t seq;
+};
+/* Queue work on `stream` (NULL: the legacy default stream) of the current
+ * context, checked as tfd_stream_status does.  Returns 0 when queued: the
+ * double then owns `arg` and calls run(arg) when the stream runs the op
+ * (with its mutex held; a nonzero return is a CUresult that faults the
+ * context, e.g. CUDA_ERROR_ILLEGAL_ADDRESS), then drop(arg) (if not NULL),
+ * once; an op dropped because its context faulted only gets drop(arg).
+ * *ticket (if not NULL) then says where the op sits.  Otherwise returns the
+ * CUresult, queues nothing and leaves `arg` to the caller.  `what` (a
+ * static string) names the op. */
+int tfd_enqueue(void *stream, const char *what, int (*run)(void *arg), void *arg,
+                void (*drop)(void *arg), struct tfd_ticket *ticket);
+/* Whether the op of `ticket` has run (or was dropped). */
+int tfd_reached(const struct tfd_ticket *ticket);
+/* Run the ticket's stream until its op has run, as a synchronizing call
+ * would; for an op that must meet ops of other streams (a collective),
+ * from inside its run().  0, or -1 when that needs a stream that is running
+ * an op further up this thread's stack (a cycle: on a device it would never
+ * end). */
+int tfd_advance(const struct tfd_ticket *ticket);
 /* The double's mutex (recursive).  A companion holds it around work that
  * reads the double's state or device memory, so that it runs atomically
  * with respect to driver calls on other threads. */

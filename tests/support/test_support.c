@@ -19,17 +19,125 @@ int test_gpu_mode(void) {
     return m && strcmp(m, "gpu") == 0;
 }
 
-int test_reset(void **state) {
+/* ---- per-test fixture -------------------------------------------------- */
+
+enum { MAX_DEVICES = 8 };
+
+/* The kinds a test must not leave behind (page-locked host blocks excepted,
+ * see test_teardown). */
+static const struct {
+    int kind;
+    const char *what;
+} kTracked[] = {
+    {TFD_STREAMS, "stream(s)"},
+    {TFD_EVENTS, "event(s)"},
+    {TFD_DEVICE_ALLOCS, "device allocation(s)"},
+    {TFD_MODULES, "module(s)"},
+    {TFD_CUBLAS_HANDLES, "cuBLAS handle(s)"},
+    {TFD_NVRTC_PROGRAMS, "NVRTC program(s)"},
+    {TFD_CONTEXTS, "context(s)"},
+};
+#define TRACKED (sizeof kTracked / sizeof kTracked[0])
+
+/* What test_setup saw, and what the running test declared it leaves. */
+static struct {
+    int primary[MAX_DEVICES];
+    long live[TRACKED];
+} g_noted, g_declared;
+
+int test_setup(void **state) {
+    size_t i;
     (void)state;
+    memset(&g_declared, 0, sizeof g_declared);
     if (tfd()) {
         tfd()->tfd_reset();
         tfd()->tfd_set_current(NULL);
+        for (i = 0; i < MAX_DEVICES; ++i) g_noted.primary[i] = tfd()->tfd_primary_refcount((int)i);
+        for (i = 0; i < TRACKED; ++i) g_noted.live[i] = tfd()->tfd_live(kTracked[i].kind);
     } else {
         raw_set_current_context(NULL);
     }
     tf_set_log_callback(NULL, NULL);
     tf_clear_last_error();
     return 0;
+}
+
+int test_reset(void **state) { return test_setup(state); }
+
+void test_leaves_retained(int device, int count) {
+    if (device >= 0 && device < MAX_DEVICES) g_declared.primary[device] += count;
+}
+
+void test_leaves_live(int kind, long count) {
+    size_t i;
+    for (i = 0; i < TRACKED; ++i)
+        if (kTracked[i].kind == kind) g_declared.live[i] += count;
+}
+
+/* Appends to buf (at *len) the primary retains beyond those expected;
+ * returns whether there were any. */
+static int unexpected_retains(char *buf, size_t cap, size_t *len) {
+    int i, any = 0;
+    for (i = 0; i < MAX_DEVICES; ++i) {
+        int extra = tfd()->tfd_primary_refcount(i) - g_noted.primary[i] - g_declared.primary[i];
+        if (extra == 0) continue;
+        any = 1;
+        *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0,
+                                 "; primary context of device %d retained %+d time(s) (a runtime, "
+                                 "event or module not released?)",
+                                 i, extra);
+    }
+    return any;
+}
+
+/* The same for the live objects. */
+static int unexpected_objects(char *buf, size_t cap, size_t *len) {
+    size_t i;
+    int any = 0;
+    for (i = 0; i < TRACKED; ++i) {
+        long extra = tfd()->tfd_live(kTracked[i].kind) - g_noted.live[i] - g_declared.live[i];
+        if (extra == 0) continue;
+        any = 1;
+        *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0, "; %+ld %s", extra,
+                                 kTracked[i].what);
+    }
+    return any;
+}
+
+/* Drops the retains the test left (expected or not), so that their
+ * contexts' objects go with them and the next test starts clean. */
+static void release_leftover_retains(void) {
+    PFN_cuDevicePrimaryCtxRelease_v11000 release = NULL;
+    void *fn = NULL;
+    int i, left = 0;
+    for (i = 0; i < MAX_DEVICES; ++i) left |= tfd()->tfd_primary_refcount(i) > g_noted.primary[i];
+    if (!left) return;
+    fn = raw_driver_entry("cuDevicePrimaryCtxRelease", 11000);
+    memcpy(&release, &fn, sizeof fn);
+    tfd()->tfd_set_devices(MAX_DEVICES);
+    tfd()->tfd_set_initialized(1);
+    tfd()->tfd_clear_faults();
+    for (i = 0; i < MAX_DEVICES && release; ++i)
+        while (tfd()->tfd_primary_refcount(i) > g_noted.primary[i] && release(i) == CUDA_SUCCESS) {
+        }
+    tfd()->tfd_reset();
+}
+
+int test_teardown(void **state) {
+    char what[1024];
+    size_t len = 0;
+    int bad = 0;
+    (void)state;
+    what[0] = '\0';
+    if (tfd()) {
+        bad |= unexpected_retains(what, sizeof what, &len);
+        release_leftover_retains();
+        bad |= unexpected_objects(what, sizeof what, &len);
+        if (bad) print_error("test left behind%s\n", what);
+    }
+    raw_set_current_context(NULL);
+    tf_set_log_callback(NULL, NULL);
+    return bad ? -1 : 0;
 }
 
 /* ---- errors ------------------------------------------------------------ */

@@ -36,9 +36,47 @@
 /* 1 when TF_TEST_MODE=gpu (tools/test/run-suites --gpu). */
 int test_gpu_mode(void);
 
-/* Group setup/teardown for suites that use the double: resets it and the
- * thread's context, restores the default log callback. */
+/* ---- per-test fixture ------------------------------------------------------
+ *
+ * Every suite lists its tests as TF_TEST(fn): each test starts from a clean
+ * double and thread state and fails, by itself, when it leaves something
+ * behind (docs/testing.md).  A suite with its own fixture calls test_setup
+ * first in its setup and test_teardown last in its teardown:
+ *
+ *     static int up(void **s)   { test_setup(s); ...; return 0; }
+ *     static int down(void **s) { ...; return test_teardown(s); }
+ *     TF_TEST_FIXTURE(fn, up, down)
+ */
+#define TF_TEST(fn) cmocka_unit_test_setup_teardown(fn, test_setup, test_teardown)
+#define TF_TEST_FIXTURE(fn, up, down) cmocka_unit_test_setup_teardown(fn, up, down)
+
+/* Resets the double (tfd_reset: fault rules, counters, log, devices, and the
+ * execution mode back to TFD_EXEC_DEFERRED after running queued work),
+ * clears the thread's current context (through the real driver without
+ * the double), restores the default log callback, clears the thread's last
+ * error, and notes the objects alive now (the double only). */
+int test_setup(void **state);
+/* The double only: fails (returns -1 with a message naming what is left)
+ * when the test left a primary context retained (a tf_runtime, tf_event or
+ * tf_module not released) or a stream, event, device allocation, module,
+ * cuBLAS handle, NVRTC program or context alive beyond what test_setup
+ * noted; then releases the leftover primary retains so that the next test
+ * starts clean.  Page-locked host blocks are not counted: the library leaks
+ * them on purpose after failures (tf_download_scalar, tf_download).  In
+ * every mode it clears the thread's context and restores the default log
+ * callback. */
+int test_teardown(void **state);
+/* The older name of test_setup. */
 int test_reset(void **state);
+/* For a test that leaves something behind on purpose (the library's leak
+ * contract: a teardown that cannot prove the device idle leaks, and so
+ * on): `count` more retains of `device`'s primary context, or `count` more
+ * live objects of a tfd_kind, are expected at test_teardown.  Retains are
+ * compared first and then dropped, so the objects of a leaked runtime's
+ * context need no declaration of their own: the context takes them along.
+ * No effect without the double. */
+void test_leaves_retained(int device, int count);
+void test_leaves_live(int kind, long count);
 
 /* ---- errors ------------------------------------------------------------ */
 

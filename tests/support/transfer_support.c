@@ -95,6 +95,45 @@ void queue_memset(tf_runtime *rt, uint64_t dst, unsigned char value, size_t n) {
     assert_ok(tf_with_context(rt, do_memset, &c));
 }
 
+static tf_status copy_between(tf_runtime *src_rt, tf_runtime *dst_rt, int peer, uint64_t src,
+                              uint64_t dst, size_t len) {
+    return peer ? tf_peer_copy(src_rt, src, dst_rt, dst, len) : tf_copy(src_rt, src, dst, len);
+}
+
+/* One copy of len bytes from a + src_off to a + dst_off, checked: refused
+ * when the ranges overlap, else exactly those bytes copied. */
+static void check_one_copy(tf_runtime *src_rt, tf_runtime *dst_rt, int peer, uint64_t a,
+                           size_t src_off, size_t dst_off, size_t len) {
+    enum { SPAN = 32 };
+    const char *op = peer ? "tf_peer_copy" : "tf_copy";
+    const size_t diff = src_off > dst_off ? src_off - dst_off : dst_off - src_off;
+    unsigned char before[SPAN], expect[SPAN], after[SPAN];
+    tf_status st;
+    fill_pattern(before, SPAN, (uint32_t)(src_off * 31 + dst_off));
+    assert_ok(tf_upload(src_rt, before, a, SPAN));
+    st = copy_between(src_rt, dst_rt, peer, a + src_off, a + dst_off, len);
+    if (diff < len) {
+        assert_failure(st, TF_ERROR_INVALID_ARGUMENT, op, "overlap");
+        memcpy(expect, before, SPAN); /* nothing queued */
+    } else {
+        assert_ok(st);
+        memcpy(expect, before, SPAN);
+        memcpy(expect + dst_off, before + src_off, len);
+    }
+    assert_ok(tf_runtime_sync(src_rt));
+    assert_ok(tf_download(src_rt, a, after, SPAN));
+    assert_memory_equal(after, expect, SPAN);
+}
+
+void check_overlap_boundary(tf_runtime *src_rt, tf_runtime *dst_rt, uint64_t a, int peer) {
+    const size_t len = 8;
+    size_t diff;
+    for (diff = len - 1; diff <= len + 1; ++diff) {
+        check_one_copy(src_rt, dst_rt, peer, a, 0, diff, len);
+        check_one_copy(src_rt, dst_rt, peer, a, diff, 0, len);
+    }
+}
+
 int count_copy_threads(void) {
     DIR *dir = opendir("/proc/self/task");
     struct dirent *e;

@@ -32,6 +32,14 @@ void pinned_free(tf_runtime *rt, void *p);
  * of rt (tf_runtime_stream), without waiting for it. */
 void queue_memset(tf_runtime *rt, uint64_t dst, unsigned char value, size_t n);
 
+/* The overlap check of tf_copy (peer == 0, src_rt only) or tf_peer_copy
+ * (peer != 0, both runtimes on one device) at its boundary: 8-byte copies
+ * between a + 0 and a + diff, both ways, for diff = 7 (overlap: refused
+ * with TF_ERROR_INVALID_ARGUMENT and "overlap"), 8 (adjacent) and 9
+ * (apart), which must copy exactly the 8 bytes.  a is device memory of
+ * at least 32 bytes; its content is overwritten. */
+void check_overlap_boundary(tf_runtime *src_rt, tf_runtime *dst_rt, uint64_t a, int peer);
+
 /* Threads of this process named "tf-download" (the runtimes' copy threads). */
 int count_copy_threads(void);
 /* count_copy_threads() once it equals `expected`, or after 1 s: a joined

@@ -124,11 +124,13 @@ def test_double_free_collect_and_other_threads_release_the_memory(double, rt):
     a.free()
     del b
     gc.collect()
+    rt.sync()                               # the frees are queued on the slot's stream
     assert double.live(support.TFD_DEVICE_ALLOCS) == before + 1
     t = threading.Thread(target=c.free)     # another slot: freed on c's own
     t.start()
     t.join()
     assert c.freed
+    rt.sync()                               # c's slot is this thread's
     assert double.live(support.TFD_DEVICE_ALLOCS) == before
 
 
@@ -152,7 +154,8 @@ def test_double_retire_frees_once_the_device_has_passed(double, rt):
     assert buf.freed
     rt.poll_retirements()
     assert double.live(support.TFD_DEVICE_ALLOCS) == before + 1   # not yet passed
-    rt.sync()
+    rt.sync()       # passes the retirement: its release queues the free ...
+    rt.sync()       # ... which the stream then runs
     assert double.live(support.TFD_DEVICE_ALLOCS) == before
     stats = rt.retirement_stats()
     assert stats.deferred >= 1 and stats.released == stats.deferred and stats.in_flight == 0

@@ -92,8 +92,10 @@ fn double_drop_free_and_other_threads_release_the_memory() {
     assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 3);
     drop(a);
     b.free().unwrap();
+    rt.sync().unwrap(); // the frees are queued on the slot's stream
     assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1);
     thread::spawn(move || drop(c)).join().unwrap(); // freed on its own slot
+    rt.sync().unwrap(); // c's slot is this thread's
     assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before);
     // a buffer keeps its runtime alive
     let keep = rt.alloc::<u8>(4).unwrap();
@@ -115,7 +117,8 @@ fn double_retire_frees_once_the_device_has_passed() {
     buf.retire().unwrap();
     rt.poll_retirements().unwrap();
     assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1);
-    rt.sync().unwrap();
+    rt.sync().unwrap(); // passes the retirement: its release queues the free ...
+    rt.sync().unwrap(); // ... which the stream then runs
     assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before);
     let stats = rt.retirement_stats().unwrap();
     assert!(stats.deferred >= 1 && stats.released == stats.deferred && stats.in_flight == 0);
