@@ -21,7 +21,8 @@
  *    last few thousand released handles quarantined); do not rely on it.
  *  - No function leaves the calling thread's current CUDA context changed:
  *    whatever context was current (NULL included) is current again on return,
- *    on every path.
+ *    on every path, also when caller code the call runs (a callback, a
+ *    workspace release) changed the thread's context.
  *  - No C++ exception ever leaves the library.
  *  - Structs passed in or out start with uint32_t struct_size, which the
  *    caller sets with the struct's *_init function, passing the sizeof it
@@ -379,7 +380,9 @@ enum tf_log_level {
  * @param[in] user_data as given to tf_set_log_callback().
  *
  * It may be called from any thread the library runs on, concurrently, while
- * the library holds the log lock shared (see tf_set_log_callback()).  It may
+ * the library holds the log lock shared (see tf_set_log_callback()), with
+ * whatever CUDA context the library has current at that point: a callback
+ * that changes the thread's context must put it back before returning.  It may
  * call this library, except tf_set_log_callback(), which refuses with
  * TF_ERROR_RUNTIME_STATE.  A C++ exception it throws loses its message and
  * nothing else.
@@ -866,9 +869,12 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
  * The caller's exact current context (NULL included) is saved, the primary
  * context made current, @p fn called, and the saved context made current
  * again: after a normal return, a nonzero return and a C++ exception thrown
- * by @p fn alike.  If the primary context is already current this costs one
- * driver call and changes nothing.  A failure to restore is logged, never
- * returned.  @p fn may call this library, this function included.
+ * by @p fn alike, also when @p fn changed the thread's context itself
+ * (cuCtxSetCurrent, cuCtxPopCurrent, cudaSetDevice).  If the primary context
+ * is already current this costs two cuCtxGetCurrent calls, one before and
+ * one after @p fn (a third call puts the context back only if @p fn moved
+ * it).  A failure to restore is logged, never returned.  @p fn may call this
+ * library, this function included.
  *
  * @param[in] rt        the runtime.
  * @param[in] fn        called once, on the calling thread; its nonzero return
@@ -971,9 +977,10 @@ enum tf_cublas_pointer_mode {
  * the pointer-mode selection until @p fn returns, so threads sharing a
  * slot never interleave their configuration
  * and enqueues.  Calls on other slots run in parallel.  When the primary
- * context is already current, the call adds one cuCtxGetCurrent, the slot
- * lock and cublasSetPointerMode to what @p fn does; no system call, no
- * allocation, no lock shared between slots.
+ * context is already current, the call adds two cuCtxGetCurrent (before and
+ * after @p fn, which may move the thread: the caller's context is put back),
+ * the slot lock and cublasSetPointerMode to what @p fn does; no system call,
+ * no allocation, no lock shared between slots.
  *
  * @p fn must not keep the handle after it returns, change its stream or
  * workspace, or destroy it.  It may call this library, but a call that needs
@@ -1076,7 +1083,8 @@ TF_API tf_status tf_cublas_version(int32_t *out_version);
  * Enqueues work of any library (NCCL, cuFFT, cuSOLVER, your own driver
  * calls) on the calling thread's slot stream: @p fn runs with the primary
  * context current and receives the slot's stream (a CUstream).  The caller's
- * context is current again afterwards, also when @p fn throws.
+ * context is current again afterwards, also when @p fn throws or changes the
+ * thread's context itself.
  *
  * As tf_cublas_enqueue(), it holds the slot's lock while @p fn runs, so the
  * enqueues of threads sharing a slot do not interleave; a call from @p fn
@@ -1308,7 +1316,9 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * retirement complete (one of the calls above), with the runtime's primary
  * context current and no lock of this library held, so it may free device
  * memory and call this library (but not the runtime being torn down, when
- * it runs from the last release).  Releases found by one call run in the
+ * it runs from the last release).  A release that changes the thread's
+ * context is undone: the next release, and the caller of the call that ran
+ * it, find the context they had.  Releases found by one call run in the
  * order of their retirements on each slot; releases found by calls on
  * different threads may run concurrently.  A C++ exception it throws is
  * logged and dropped.

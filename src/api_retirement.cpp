@@ -28,7 +28,8 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
         // state alive until the call is over.
         std::shared_ptr<tf::RuntimeState> keep = rt->state;
         const int slot = tf::handle_slot(rt);
-        return tf::with_slot_stream(op, state, slot, [&](CUstream stream) {
+        // Releases of earlier retirements run inside: caller code.
+        return tf::with_slot_stream<tf::CallerCode::runs>(op, state, slot, [&](CUstream stream) {
             return state.retirements().retire(state.api(), op, state.slot_count(),
                                               state.options().retirement_capacity, slot, stream,
                                               tf::Retirement{resource, release, user_data});
@@ -40,8 +41,8 @@ TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     static const char op[] = "tf_workspace_poll";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         std::shared_ptr<tf::RuntimeState> keep = rt->state;
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf::ContextScope scope;  // the releases it finds are caller code
+        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
         CUresult r = state.retirements().poll(state.api(), op);
         return r == CUDA_SUCCESS ? TF_OK : tf::fail_cuda(state.api(), op, "cuStreamSynchronize", r);

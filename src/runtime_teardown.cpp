@@ -46,7 +46,8 @@ void RuntimeState::teardown() {
     ContextScope scope;
     scope.quiet_when_deinitialized();
     if (any_stream && !faulted()) {
-        if (scope.enter(*api_, context(), kOp) != TF_OK) {
+        // Pending releases run below: caller code.
+        if (scope.enter_for_caller_code(*api_, context(), kOp) != TF_OK) {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);

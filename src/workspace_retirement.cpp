@@ -3,6 +3,7 @@
 #include <new>
 
 #include "callback.h"
+#include "context_guard.h"
 #include "cuda_status.h"
 #include "error.h"
 #include "log.h"
@@ -20,12 +21,18 @@ void destroy_event(const DriverApi &api, CUevent e) {
 
 }  // namespace
 
-void run_release(const char *op, const Retirement &r) {
+void run_release(const DriverApi &api, const char *op, const Retirement &r) {
     ErrorSnapshot saved;  // a release has no caller to report to: log instead
     save_error(&saved);
-    if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
-        log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
-            r.resource);
+    {
+        // The primary context is current; a release that moves the thread
+        // is undone before the library goes on (more releases, stream waits).
+        ContextScope keep;
+        keep.hold(api, op);
+        if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
+            log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
+                r.resource);
+    }
     restore_error(saved);
 }
 
@@ -78,12 +85,12 @@ static CUresult wait_then_release(const DriverApi &api, const char *op, CUstream
         std::lock_guard<std::mutex> hold(mutex);
         ++(w == CUDA_SUCCESS ? stats.released : stats.leaked);
     }
-    if (w == CUDA_SUCCESS) run_release(op, r);
+    if (w == CUDA_SUCCESS) run_release(api, op, r);
     return w;
 }
 
 CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
-    for (const Entry &e : found->done) run_release(op, e.r);
+    for (const Entry &e : found->done) run_release(api, op, e.r);
     CUresult first = CUDA_SUCCESS;
     for (const Entry &e : found->failed) {
         destroy_event(api, e.event);  // its state is unknown: never reused
@@ -149,7 +156,7 @@ tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op
         std::lock_guard<std::mutex> hold(mutex_);
         ++stats_.released;
     }
-    run_release(op, r);
+    run_release(api, op, r);
     return TF_OK;
 }
 
@@ -177,7 +184,7 @@ void RetirementQueue::release_all(const DriverApi &api) {
     }
     // Every stream was synchronized: each recorded point has been passed.
     for (const Entry &e : pending) {
-        run_release("tf_runtime_release", e.r);
+        run_release(api, "tf_runtime_release", e.r);
         events.push_back(e.event);
     }
     for (CUevent e : events) {

@@ -88,7 +88,9 @@ private:
     tf_retirement_stats stats_{};
 };
 
-// Runs a caller's release; a C++ exception it throws is logged and dropped.
-void run_release(const char *op, const Retirement &r);
+// Runs a caller's release with the primary context current; a C++ exception
+// it throws is logged and dropped, a context it leaves current is replaced
+// by the one current before it.
+void run_release(const DriverApi &api, const char *op, const Retirement &r);
 
 }  // namespace tf
