@@ -12,7 +12,11 @@
  *  - Fallible functions return a tf_status.  TF_OK is 0.  On failure they
  *    also record a thread-local error (tf_last_error_message() and friends)
  *    naming the operation, the failing call and the numeric code of the
- *    CUDA, cuBLAS or NVRTC result.  A successful call leaves the record alone.
+ *    CUDA, cuBLAS or NVRTC result.  A call that returns TF_OK never changes
+ *    the record, also when a step inside it failed and the call answered
+ *    anyway (a capability probe, a count of zero devices); only library
+ *    calls made by caller code it runs (a callback) record their own
+ *    failures.
  *  - Output parameters are written only on TF_OK.
  *  - A NULL pointer where an object is required returns
  *    TF_ERROR_INVALID_ARGUMENT; it never crashes.
@@ -475,7 +479,10 @@ TF_API int32_t tf_gpu_available(void);
 /**
  * Number of CUDA devices.  Creates no context.
  *
- * @param[out] out_count number of devices; 0 when the driver reports none.
+ * @param[out] out_count number of devices; 0 when the driver reports none
+ *                   (a driver without devices refuses cuInit: that is
+ *                   TF_OK with 0, and the thread's last error is left
+ *                   alone).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_count);
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED (the driver lacks
@@ -779,7 +786,10 @@ enum tf_capability {
  * @param[in] capability enum tf_capability; a value this library does not
  *                   know is answered with 0, so newer programs run on older
  *                   libraries.
- * @param[out] out_supported 1 or 0.
+ * @param[out] out_supported 1 or 0.  A probe that fails (the driver query
+ *                   behind TF_CAP_STREAM_ORDERED_ALLOC) answers 0 with
+ *                   TF_OK and leaves the thread's last error alone; the next
+ *                   call asks again.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
  * @threadsafety Any thread; no lock.
  * @failure @p out_supported is not written.

@@ -37,10 +37,14 @@ TF_API tf_status tf_device_count(int32_t *out_count) {
     static const char op[] = "tf_device_count";
     return tf::guarded(op, [&]() -> tf_status {
         if (!out_count) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_count is NULL");
+        tf::ErrorSnapshot before;
+        tf::save_error(&before);
         const tf::DriverApi *api = tf::init_driver(op);
         if (!api) {
-            // A driver without devices refuses cuInit; counting them is not an error.
+            // A driver without devices refuses cuInit; counting them is not
+            // an error, and leaves the caller's record alone.
             if (tf::current_error().status != TF_ERROR_NO_DEVICE) return tf::current_error().status;
+            tf::restore_error(before);
             *out_count = 0;
             return TF_OK;
         }
@@ -69,18 +73,14 @@ TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out) {
 }
 
 TF_API int32_t tf_gpu_available(void) {
-    tf::ErrorSnapshot saved;
-    tf::save_error(&saved);
-    int32_t available = 0;
+    tf::KeepLastError keep;  // a failed probe answers 0, and is nobody's error
     try {
-        available = probe_gpu();
+        return probe_gpu();
     } catch (abi::__forced_unwind &) {
         throw;
     } catch (...) {
-        available = 0;
+        return 0;
     }
-    tf::restore_error(saved);
-    return available;
 }
 
 }  // extern "C"

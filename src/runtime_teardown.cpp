@@ -34,8 +34,7 @@ RuntimeState::~RuntimeState() {
 }
 
 void RuntimeState::teardown() {
-    ErrorSnapshot saved;  // teardown never changes the caller's last error
-    save_error(&saved);
+    KeepLastError keep;  // teardown never changes the caller's last error
     if (fork_generation_ != fork_generation()) {
         // A forked child: the context and streams belong to the parent.
         primary_.abandon();
@@ -57,7 +56,6 @@ void RuntimeState::teardown() {
     }
     primary_.release();
     scope.leave();
-    restore_error(saved);
 }
 
 bool RuntimeState::synchronize_all_streams() {

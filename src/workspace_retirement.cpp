@@ -22,18 +22,14 @@ void destroy_event(const DriverApi &api, CUevent e) {
 }  // namespace
 
 void run_release(const DriverApi &api, const char *op, const Retirement &r) {
-    ErrorSnapshot saved;  // a release has no caller to report to: log instead
-    save_error(&saved);
-    {
-        // The primary context is current; a release that moves the thread
-        // is undone before the library goes on (more releases, stream waits).
-        ContextScope keep;
-        keep.hold(api, op);
-        if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
-            log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
-                r.resource);
-    }
-    restore_error(saved);
+    KeepLastError keep_error;  // a release has no caller to report to: log instead
+    // The primary context is current; a release that moves the thread is
+    // undone before the library goes on (more releases, stream waits).
+    ContextScope keep_context;
+    keep_context.hold(api, op);
+    if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
+        log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
+            r.resource);
 }
 
 // A pooled event, or a new one; NULL if none can be made.
