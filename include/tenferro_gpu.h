@@ -33,7 +33,9 @@
  *    was compiled with: tf_runtime_options_init(&o, sizeof o).  Structs only
  *    ever grow at the end and the library never reads or writes past the
  *    caller's struct_size, so a program built against an older header keeps
- *    working with a newer library, and the other way round.
+ *    working with a newer library, and the other way round.  A struct_size
+ *    above TF_MAX_STRUCT_SIZE is refused (TF_ERROR_INVALID_ARGUMENT) or, by
+ *    the *_init functions, ignored.
  *  - Every function returning tf_status may also return
  *    TF_ERROR_OUT_OF_MEMORY when host memory runs out and TF_ERROR_INTERNAL
  *    for a bug in this library; the lists below do not repeat them.  A
@@ -116,6 +118,20 @@ TF_API uint32_t tf_version(void);
 TF_API const char *tf_version_string(void);
 
 /** @} */
+
+/**
+ * Largest struct_size the library accepts in a versioned struct: 64 KiB.
+ *
+ * Every versioned struct starts with its struct_size and only grows at the
+ * end; the largest (tf_error_info) is under 1 KiB, so this bound leaves room
+ * for any growth.  A larger struct_size is taken for garbage, a struct that
+ * was never initialised: honouring it would have the library read or write
+ * up to 4 GiB of the caller's memory.  Calls that read or write a struct
+ * refuse it with TF_ERROR_INVALID_ARGUMENT, the *_init functions ignore it,
+ * and the library never reads or writes more than this many bytes of a
+ * caller's struct.
+ */
+#define TF_MAX_STRUCT_SIZE 65536
 
 /**
  * @defgroup errors Statuses and errors
@@ -332,7 +348,8 @@ typedef struct tf_error_info {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_error_info)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p info.
  */
 TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size);
@@ -348,7 +365,8 @@ TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size);
  *                older, shorter struct gets the fields it knows; struct_size
  *                itself is kept.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT if @p out is NULL or its
- *         struct_size does not reach past the status field.
+ *         struct_size does not reach past the status field or is above
+ *         TF_MAX_STRUCT_SIZE.
  * @threadsafety Any thread; reads only the calling thread's record.
  * @failure @p out is not written, and the thread's last error now describes
  *         this failure: the error the caller wanted is lost.
@@ -454,7 +472,8 @@ typedef struct tf_device_properties {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_device_properties)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p info.
  */
 TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_size);
@@ -504,7 +523,8 @@ TF_API tf_status tf_device_count(int32_t *out_count);
  * @param[in] ordinal 0 .. tf_device_count() - 1.
  * @param[in,out] out initialised with tf_device_properties_init(); fields
  *                past its struct_size are not written.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small,
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small
+ *         or above TF_MAX_STRUCT_SIZE,
  *         negative ordinal); TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal;
  *         the message lists the devices); TF_ERROR_NO_DEVICE; and the
  *         driver-loading statuses of tf_device_count().
@@ -597,7 +617,8 @@ typedef struct tf_runtime_options {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_runtime_options)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p options.
  */
 TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_size);
@@ -631,12 +652,14 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  * @param[in] ordinal device ordinal.
  * @param[in] options NULL for the defaults, or initialised with
  *                 tf_runtime_options_init().  A struct_size larger than this
- *                 library knows is accepted when the unknown tail is zero.
+ *                 library knows is accepted when the unknown tail is zero
+ *                 (up to TF_MAX_STRUCT_SIZE).
  *                 Read during the call only.
  * @param[out] out the new handle with one reference; release it with
  *                 tf_runtime_release().
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, negative ordinal,
- *         an option out of range, nonzero unknown option bytes);
+ *         an option out of range, nonzero unknown option bytes, a
+ *         struct_size too small or above TF_MAX_STRUCT_SIZE);
  *         TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal; the message lists
  *         the devices found); TF_ERROR_NO_DEVICE; TF_ERROR_DRIVER_NOT_FOUND;
  *         TF_ERROR_DRIVER_STUB; TF_ERROR_DRIVER_TOO_OLD;
@@ -753,7 +776,8 @@ TF_API tf_status tf_runtime_allocation_domain(const tf_runtime *rt, uint64_t *ou
  * @param[in] rt      the runtime.
  * @param[in,out] out initialised with tf_device_properties_init(); fields
  *                    past its struct_size are not written.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small);
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small or
+ *         above TF_MAX_STRUCT_SIZE);
  *         TF_ERROR_INVALID_HANDLE.
  * @threadsafety Any thread; no lock, no driver call.
  * @failure @p out is not written.
@@ -1419,7 +1443,8 @@ typedef struct tf_retirement_stats {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_retirement_stats)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p stats.
  */
 TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_size);
@@ -1432,7 +1457,8 @@ TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_s
  * @param[in,out] out initialised with tf_retirement_stats_init; fields past
  *                its struct_size are not written.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p out, a
- *         struct_size that does not reach past capacity);
+ *         struct_size that does not reach past capacity or is above
+ *         TF_MAX_STRUCT_SIZE);
  *         TF_ERROR_INVALID_HANDLE.  Works in a forked child and after a
  *         device fault.
  * @threadsafety Any thread; takes the runtime's retirement lock for the
@@ -1568,7 +1594,8 @@ typedef struct tf_launch_config {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_launch_config)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p config.
  */
 TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
@@ -1589,8 +1616,8 @@ TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
  *               parameter's type (cuLaunchKernel's kernelParams); NULL for
  *               a kernel without parameters.  Read during the call only.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a zero dimension,
- *         struct_size too small, nonzero bytes past the fields this
- *         library knows); TF_ERROR_INVALID_HANDLE;
+ *         struct_size too small or above TF_MAX_STRUCT_SIZE, nonzero bytes
+ *         past the fields this library knows); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_CUDA (cuLaunchKernel: a function of another context,
  *         too many threads, too much shared memory, ...; context, stream
@@ -1637,7 +1664,8 @@ typedef struct tf_compile_options {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_compile_options)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p options.
  */
 TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size);
@@ -1669,7 +1697,8 @@ typedef struct tf_program tf_program;
  * @param[out] out the program (see above); untouched on other failures.
  * @return TF_OK; TF_ERROR_COMPILE (NVRTC rejected the source or an option;
  *         code domain TF_CODE_NVRTC); TF_ERROR_INVALID_ARGUMENT (NULL,
- *         options struct_size too small, unknown target, negative arch or
+ *         options struct_size too small or above TF_MAX_STRUCT_SIZE,
+ *         unknown target, negative arch or
  *         option_count, options NULL with a count or holding a NULL entry,
  *         nonzero unknown option bytes); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_LIBRARY_NOT_FOUND (no NVRTC; the message says what to

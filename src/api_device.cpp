@@ -56,14 +56,13 @@ TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out) {
     static const char op[] = "tf_device_info";
     return tf::guarded(op, [&]() -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        if (out->struct_size < kDeviceInfoMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "out->struct_size %u is too small; call tf_device_properties_init first",
-                           static_cast<unsigned>(out->struct_size));
+        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kDeviceInfoMinSize,
+                                             "tf_device_properties_init");
+        if (st != TF_OK) return st;
         const tf::DriverApi *api = tf::init_driver(op);
         if (!api) return tf::current_error().status;
         CUdevice device = 0;
-        tf_status st = tf::lookup_device(*api, op, ordinal, &device);
+        st = tf::lookup_device(*api, op, ordinal, &device);
         if (st != TF_OK) return st;
         tf_device_properties info;
         if ((st = tf::describe_device(*api, op, ordinal, device, &info)) != TF_OK) return st;

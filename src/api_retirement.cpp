@@ -57,10 +57,9 @@ TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *o
     static const char op[] = "tf_workspace_stats";
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        if (out->struct_size < kStatsMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "out->struct_size %u is too small; call tf_retirement_stats_init first",
-                           static_cast<unsigned>(out->struct_size));
+        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kStatsMinSize,
+                                             "tf_retirement_stats_init");
+        if (st != TF_OK) return st;
         tf::copy_out_sized(out, state.retirements().stats(state.options().retirement_capacity));
         return TF_OK;
     });
