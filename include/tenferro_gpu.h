@@ -712,7 +712,11 @@ TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  * @param[in] rt the reference to drop, or NULL.  After TF_OK the caller must
  *               not use this reference again; other references to the same
  *               handle stay valid.  Never drop the last reference from
- *               inside a callback the library runs for this runtime.
+ *               inside a callback the library runs for this runtime,
+ *               except from a workspace release run by
+ *               tf_workspace_retire(), tf_workspace_poll() or
+ *               tf_runtime_sync(): that call keeps the runtime alive and
+ *               tears it down as it returns.
  * @return TF_OK; TF_ERROR_INVALID_HANDLE when @p rt was already released
  *         (detected as for every function).
  * @threadsafety Any thread, but not while another thread still uses the
@@ -934,7 +938,9 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
  * then run the workspace retirements the device has passed (all of this
  * slot's made before the call; other slots' as tf_workspace_poll() does).
  * Other slots are not waited for.  A slot whose stream was never created
- * returns at once.
+ * returns at once.  A release it runs may drop the last reference to the
+ * runtime: the runtime stays alive until this call returns and is torn down
+ * then, on this thread.
  *
  * @param[in] rt the runtime; a bound handle waits for its bound slot.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
@@ -1355,7 +1361,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * it, find the context they had.  Releases found by one call run in the
  * order of their retirements on each slot; releases found by calls on
  * different threads may run concurrently.  A C++ exception it throws is
- * logged and dropped.
+ * logged and dropped.  A release may drop the last reference to the runtime
+ * (see tf_runtime_release()).
  *
  * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
  * @param[in] resource passed to @p release; may be NULL.  The library never

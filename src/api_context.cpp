@@ -54,7 +54,7 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
 
 TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
     static const char op[] = "tf_runtime_sync";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         CUstream stream = state.existing_stream(tf::handle_slot(rt));
         if (!stream) return TF_OK;  // nothing was ever queued on this slot
         tf::ContextScope scope;  // the releases after the barrier are caller code

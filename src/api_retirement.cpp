@@ -1,7 +1,6 @@
 // Deferred workspace release: tf_workspace_retire, tf_workspace_poll,
 // tf_workspace_stats.
 #include <cstring>
-#include <memory>
 
 #include "context_guard.h"
 #include "cuda_status.h"
@@ -22,11 +21,8 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
                                      void (*release)(void *resource, void *user_data),
                                      void *user_data) {
     static const char op[] = "tf_workspace_retire";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!release) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "release is NULL");
-        // A release may drop the last other handle of this runtime: keep the
-        // state alive until the call is over.
-        std::shared_ptr<tf::RuntimeState> keep = rt->state;
         const int slot = tf::handle_slot(rt);
         // Releases of earlier retirements run inside: caller code.
         return tf::with_slot_stream<tf::CallerCode::runs>(op, state, slot, [&](CUstream stream) {
@@ -39,8 +35,7 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
 
 TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     static const char op[] = "tf_workspace_poll";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        std::shared_ptr<tf::RuntimeState> keep = rt->state;
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         tf::ContextScope scope;  // the releases it finds are caller code
         tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;

@@ -465,6 +465,44 @@ static void threads_retire_concurrently(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* A release that drops the last reference to the runtime whose
+ * tf_runtime_sync runs it: the runtime stays alive until the sync is over
+ * (the other releases it found still run, their streams intact), then goes. */
+static struct {
+    tf_runtime *last;
+} g_drop;
+
+static void drop_last_reference(void *resource, void *user_data) {
+    tf_runtime_release(g_drop.last);
+    release(resource, user_data);
+}
+
+static void release_may_drop_the_last_reference_under_sync(void **state) {
+    tf_runtime *rt = new_runtime_with_slots(2), *b0 = NULL, *b1 = NULL;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_bind_slot(rt, 0, &b0));
+    assert_ok(tf_runtime_bind_slot(rt, 1, &b1));
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    assert_ok(tf_workspace_retire(b1, (void *)2, release, NULL));
+    g_drop.last = b0;
+    assert_ok(tf_workspace_retire(b0, (void *)1, drop_last_reference, NULL));
+    assert_ok(tf_runtime_release(b1));
+    assert_ok(tf_runtime_release(rt)); /* b0 holds the runtime alone */
+    /* The sync passes slot 0 (1 runs and drops b0); slot 1's query fails,
+     * so its stream is waited for after 1's release. */
+    INJECT("cuEventQuery", 2, CUDA_ERROR_INVALID_HANDLE, 1);
+    assert_ok(tf_runtime_sync(b0));
+    assert_int_equal(g.count, 2);
+    assert_int_equal(g.order[0], 1);
+    assert_int_equal(g.order[1], 2);
+    assert_int_equal(tf_runtime_retain(b0), TF_ERROR_INVALID_HANDLE); /* gone now */
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+    assert_int_equal(tfd()->tfd_live(TFD_STREAMS), 0);
+    tfd()->tfd_set_async_pending(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(released_once_the_stream_passed_it, test_reset),
@@ -482,6 +520,7 @@ int main(void) {
         cmocka_unit_test_setup(release_may_call_the_library, test_reset),
         cmocka_unit_test_setup(retirement_order_on_one_slot, test_reset),
         cmocka_unit_test_setup(threads_retire_concurrently, test_reset),
+        cmocka_unit_test_setup(release_may_drop_the_last_reference_under_sync, test_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
