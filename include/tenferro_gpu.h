@@ -1362,7 +1362,10 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * order of their retirements on each slot; releases found by calls on
  * different threads may run concurrently.  A C++ exception it throws is
  * logged and dropped.  A release may drop the last reference to the runtime
- * (see tf_runtime_release()).
+ * (see tf_runtime_release()).  A release that ends its thread
+ * (pthread_exit(), or thread cancellation acted on inside it) ends the call
+ * that ran it: the releases that call had found but not yet started never
+ * run, and are counted as leaked and logged.
  *
  * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
  * @param[in] resource passed to @p release; may be NULL.  The library never
@@ -1426,21 +1429,41 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  */
 TF_API tf_status tf_workspace_poll(tf_runtime *rt);
 
-/** Counters of a runtime's workspace retirements.  Every accepted
- * retirement is, at any time, in exactly one of released, leaked and
- * in_flight. */
+/** Counters of a runtime's workspace retirements.
+ *
+ * A retirement is accepted when it is queued behind an event (counted in
+ * deferred) or, when it cannot be, once the wait for its stream that
+ * replaces the event has returned (counted in barrier_fallbacks).  Every
+ * accepted retirement is in exactly one of released, leaked and in_flight,
+ * so every snapshot satisfies
+ *
+ *     deferred + barrier_fallbacks == released + leaked + in_flight
+ *
+ * also one taken from inside a release or while another thread waits for a
+ * stream on the runtime's behalf: a retirement moves from in_flight to
+ * released or leaked in one step, and a barrier fallback enters
+ * barrier_fallbacks and released or leaked together. */
 typedef struct tf_retirement_stats {
     uint32_t struct_size;   /**< in: set by tf_retirement_stats_init */
     uint32_t capacity;      /**< out: the queue bound (retirement_capacity) */
     uint64_t deferred;      /**< out: retirements queued behind an event */
-    uint64_t released;      /**< out: releases started */
-    uint64_t barrier_fallbacks; /**< out: retirements resolved by waiting for
-                                 * their stream instead (queue full, event
-                                 * creation, record or query failed) */
-    uint64_t leaked;        /**< out: resources never released because the
-                             * device's progress could not be proven */
-    uint64_t in_flight;     /**< out: retirements queued now */
-    uint64_t max_in_flight; /**< out: the most ever queued at once */
+    uint64_t released;      /**< out: releases started, or found and about to
+                             * start on the thread that found them */
+    uint64_t barrier_fallbacks; /**< out: retirements never queued (queue
+                                 * full, event creation or record failed),
+                                 * resolved by waiting for their stream
+                                 * instead; counted once the wait returned.
+                                 * A queued one whose event query failed
+                                 * stays in deferred. */
+    uint64_t leaked;        /**< out: resources never released: the device's
+                             * progress could not be proven, or the thread
+                             * that found them ended (a release called
+                             * pthread_exit or was cancelled) before their
+                             * releases started */
+    uint64_t in_flight;     /**< out: queued retirements neither released nor
+                             * leaked yet (one whose event query failed, while
+                             * its stream is waited for, included) */
+    uint64_t max_in_flight; /**< out: the most ever in flight at once */
 } tf_retirement_stats;
 
 /**

@@ -1,5 +1,7 @@
 #include "workspace_retirement.h"
 
+#include <pthread.h>
+
 #include <new>
 
 #include "callback.h"
@@ -15,8 +17,12 @@ CUresult query(const DriverApi &api, CUevent e) {
     return api.cuEventQuery ? api.cuEventQuery(e) : CUDA_ERROR_NOT_FOUND;
 }
 
+CUresult wait_for(const DriverApi &api, CUstream stream) {
+    return api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
+}
+
 void destroy_event(const DriverApi &api, CUevent e) {
-    if (api.cuEventDestroy) api.cuEventDestroy(e);
+    if (e && api.cuEventDestroy) api.cuEventDestroy(e);
 }
 
 }  // namespace
@@ -32,6 +38,51 @@ void run_release(const DriverApi &api, const char *op, const Retirement &r) {
             r.resource);
 }
 
+// Progress through a Found.  When the thread unwinds before the end (a
+// release was cancelled, or called pthread_exit), the destructor counts what
+// was left as leaked: releases counted but never started, and failed entries
+// whose wait never returned (their events are destroyed).
+class RetirementQueue::Resolution {
+public:
+    Resolution(RetirementQueue &queue, const DriverApi &api, const char *op, Found &found)
+        : queue_(queue), api_(api), op_(op), found_(found) {}
+    Resolution(const Resolution &) = delete;
+    Resolution &operator=(const Resolution &) = delete;
+    ~Resolution() {
+        const size_t never_started =
+            found_.done.size() - done + found_.last.size() - last;
+        const size_t unresolved = found_.failed.size() - failed;
+        if (never_started + unresolved != 0) count_dropped(never_started, unresolved);
+    }
+
+    size_t done = 0, failed = 0, last = 0;  // entries begun (released or resolved)
+
+private:
+    void count_dropped(size_t never_started, size_t unresolved) {
+        // Unwinding: no cancellation point may act again while this runs.
+        int cancel_state = 0;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        for (size_t i = failed; i < found_.failed.size(); ++i)
+            destroy_event(api_, found_.failed[i].event);
+        {
+            std::lock_guard<std::mutex> hold(queue_.mutex_);
+            queue_.stats_.released -= never_started;
+            queue_.stats_.in_flight -= unresolved;
+            queue_.stats_.leaked += never_started + unresolved;
+        }
+        log(TF_LOG_WARNING,
+            "%s: leaking %zu retired resource%s whose release never ran: the thread unwound "
+            "(cancelled, or a release exited the thread) before running it",
+            op_, never_started + unresolved, never_started + unresolved == 1 ? "" : "s");
+        pthread_setcancelstate(cancel_state, nullptr);
+    }
+
+    RetirementQueue &queue_;
+    const DriverApi &api_;
+    const char *op_;
+    Found &found_;
+};
+
 // A pooled event, or a new one; NULL if none can be made.
 CUevent RetirementQueue::take_event_locked(const DriverApi &api) {
     if (!pool_.empty()) {
@@ -46,21 +97,22 @@ CUevent RetirementQueue::take_event_locked(const DriverApi &api) {
 }
 
 void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
-    // Reserved up front so that moving entries out cannot throw half-way.
-    found->done.reserve(stats_.in_flight);
+    // Reserved up front (with room for a barrier fallback's own) so that
+    // moving entries out cannot throw half-way.
+    found->done.reserve(stats_.in_flight + 1);
     found->failed.reserve(stats_.in_flight);
+    found->last.reserve(1);
     for (std::deque<Entry> &q : slots_) {
         while (!q.empty()) {
             CUresult r = query(api, q.front().event);
             if (r == CUDA_ERROR_NOT_READY) break;  // later events of this stream neither
             Entry e = q.front();
             q.pop_front();
-            --stats_.in_flight;
             if (r != CUDA_SUCCESS) {
-                ++stats_.barrier_fallbacks;
-                found->failed.push_back(e);
+                found->failed.push_back(e);  // in flight until its stream wait returns
                 break;
             }
+            --stats_.in_flight;
             ++stats_.released;
             found->done.push_back(e);
             try {
@@ -72,26 +124,26 @@ void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
     }
 }
 
-// Waits for `stream`, then releases `r`; if the wait fails, `r` leaks.
-static CUresult wait_then_release(const DriverApi &api, const char *op, CUstream stream,
-                                  const Retirement &r, std::mutex &mutex,
-                                  tf_retirement_stats &stats) {
-    CUresult w = api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
-    {
-        std::lock_guard<std::mutex> hold(mutex);
-        ++(w == CUDA_SUCCESS ? stats.released : stats.leaked);
-    }
-    if (w == CUDA_SUCCESS) run_release(api, op, r);
-    return w;
-}
-
 CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
-    for (const Entry &e : found->done) run_release(api, op, e.r);
+    Resolution progress(*this, api, op, *found);
+    while (progress.done < found->done.size())
+        run_release(api, op, found->done[progress.done++].r);
     CUresult first = CUDA_SUCCESS;
-    for (const Entry &e : found->failed) {
+    while (progress.failed < found->failed.size()) {
+        Entry &e = found->failed[progress.failed];
         destroy_event(api, e.event);  // its state is unknown: never reused
-        CUresult w = wait_then_release(api, op, e.stream, e.r, mutex_, stats_);
-        if (w == CUDA_SUCCESS) continue;
+        e.event = nullptr;
+        CUresult w = wait_for(api, e.stream);
+        {
+            std::lock_guard<std::mutex> hold(mutex_);
+            --stats_.in_flight;
+            ++(w == CUDA_SUCCESS ? stats_.released : stats_.leaked);
+        }
+        ++progress.failed;
+        if (w == CUDA_SUCCESS) {
+            run_release(api, op, e.r);
+            continue;
+        }
         if (first == CUDA_SUCCESS) first = w;
         char what[96];
         log(TF_LOG_WARNING,
@@ -99,6 +151,8 @@ CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *fo
             "(cuStreamSynchronize: %s) proved the device done with it",
             op, e.r.resource, describe_cuda(api, w, what, sizeof what));
     }
+    while (progress.last < found->last.size())
+        run_release(api, op, found->last[progress.last++].r);
     return first;
 }
 
@@ -125,8 +179,6 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
         if (queued) {
             ++stats_.deferred;
             if (++stats_.in_flight > stats_.max_in_flight) stats_.max_in_flight = stats_.in_flight;
-        } else {
-            ++stats_.barrier_fallbacks;
         }
     }
     finish(api, op, &found);  // older releases first: retirement order
@@ -139,20 +191,24 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
 // slot's releases stay in retirement order.
 tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
                                             const Retirement &r) {
-    CUresult w = api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
+    CUresult w = wait_for(api, stream);
     if (w != CUDA_SUCCESS) {
         {
             std::lock_guard<std::mutex> hold(mutex_);
+            ++stats_.barrier_fallbacks;
             ++stats_.leaked;
         }
         return fail_cuda(api, op, "cuStreamSynchronize", w);
     }
-    poll(api, op);
+    Found found;
     {
         std::lock_guard<std::mutex> hold(mutex_);
+        collect_locked(api, &found);
+        ++stats_.barrier_fallbacks;
         ++stats_.released;
+        found.last.push_back(Entry{r, nullptr, stream});
     }
-    run_release(api, op, r);
+    finish(api, op, &found);
     return TF_OK;
 }
 

@@ -13,6 +13,17 @@
 //    (counted), it is never released early;
 //  - releases run outside the queue lock, so they may call the library.
 //
+// Counters (tf_retirement_stats).  INVARIANT, at every snapshot:
+//   deferred + barrier_fallbacks == released + leaked + in_flight
+// A queued retirement counts in deferred and in_flight; it leaves in_flight
+// for released or leaked under the lock, in the same step: when its event is
+// found passed (released, before its release runs), or when the stream wait
+// behind a failed query returns.  A retirement that was never queued counts
+// in barrier_fallbacks once its stream wait returns, together with released
+// or leaked.  Releases a thread found but never started because it unwound
+// (a release was cancelled or called pthread_exit) move from released (or
+// in_flight) to leaked.
+//
 // One queue per runtime, under its own mutex: retirement is not on the
 // enqueue hot path, and a per-runtime bound is what the options describe.
 // Events are pooled: a completed entry's event is reused by the next
@@ -66,15 +77,18 @@ public:
 private:
     struct Entry {
         Retirement r;
-        CUevent event;
+        CUevent event;  // NULL for a barrier fallback's own retirement
         CUstream stream;
     };
-    // Work found under the lock, done after it: releases to run, entries whose
-    // event query failed (to resolve by waiting for their stream).
+    // Work found under the lock, done after it, in this order: releases to
+    // run, entries whose event query failed (to resolve by waiting for
+    // their stream), then a barrier fallback's own retirement.
     struct Found {
         std::vector<Entry> done;
         std::vector<Entry> failed;
+        std::vector<Entry> last;
     };
+    class Resolution;
 
     void collect_locked(const DriverApi &api, Found *found);
     CUevent take_event_locked(const DriverApi &api);
