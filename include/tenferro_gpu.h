@@ -938,7 +938,8 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
  * then run the workspace retirements the device has passed (all of this
  * slot's made before the call; other slots' as tf_workspace_poll() does).
  * Other slots are not waited for.  A slot whose stream was never created
- * returns at once.  A release it runs may drop the last reference to the
+ * returns at once (after reporting a leak an earlier tf_workspace_retire()
+ * left, if any).  A release it runs may drop the last reference to the
  * runtime: the runtime stays alive until this call returns and is torn down
  * then, on this thread.
  *
@@ -946,7 +947,9 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (the wait reported
  *         a sticky fault); TF_ERROR_CUDA (the wait, or a retirement leaked as
- *         tf_workspace_poll() describes).
+ *         tf_workspace_poll() describes, this call's or one an earlier
+ *         tf_workspace_retire() found: reported once, also when this slot
+ *         never queued anything).
  * @threadsafety Any thread.  Blocks the calling thread in the driver while
  *         the stream drains, holding no lock of this library; other threads
  *         keep working, on this slot too.
@@ -1367,6 +1370,14 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * that ran it: the releases that call had found but not yet started never
  * run, and are counted as leaked and logged.
  *
+ * Leaks of earlier retirements.  Retirements this call finds complete on
+ * the way are resolved as tf_workspace_poll() would; when one of them
+ * leaks (its event query and the wait for its stream both failed), the
+ * leak is counted and logged here, but this call's status keeps describing
+ * the fate of this call's own resource.  The leak is reported, once, by the
+ * next tf_workspace_poll() or tf_runtime_sync() on the runtime, with the
+ * status tf_workspace_poll() gives a leak it finds itself.
+ *
  * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
  * @param[in] resource passed to @p release; may be NULL.  The library never
  *                  dereferences it.
@@ -1374,7 +1385,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * @param[in] user_data passed to @p release; the library never dereferences
  *                  it.  It and @p resource must stay valid until
  *                  @p release runs.
- * @return TF_OK (queued, or released by the barrier fallback);
+ * @return TF_OK (queued, or released by the barrier fallback; whatever
+ *         happened to earlier retirements on the way);
  *         TF_ERROR_INVALID_ARGUMENT (NULL @p release) and
  *         TF_ERROR_INVALID_HANDLE: nothing happened, the resource is still
  *         the caller's.  Any other failure means @p release will not run
@@ -1399,7 +1411,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  *         @p release will never run for this call and the device may still
  *         use the resource: leak it, never free or reuse it.  Earlier
  *         retirements this call found complete on the way were released as
- *         tf_workspace_poll() would have.
+ *         tf_workspace_poll() would have; their leaks are left for the next
+ *         tf_workspace_poll() or tf_runtime_sync() to report.
  */
 TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
                                      void (*release)(void *resource, void *user_data),
@@ -1416,7 +1429,11 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
  *         context could not be activated, or a retirement's event query and
  *         stream wait both failed: that resource was leaked, counted and
- *         logged; the error is the wait's).
+ *         logged; the error is the wait's, with call cuStreamSynchronize
+ *         and a message naming how many resources leaked and the first).
+ *         A leak an earlier tf_workspace_retire() found and could not
+ *         report is reported here (or by tf_runtime_sync()), once, the
+ *         same way.
  * @threadsafety Any thread.  Takes the runtime's retirement lock while it
  *         queries the pending events; runs the releases it found, and the
  *         stream waits of failed queries (cuStreamSynchronize), after

@@ -56,7 +56,9 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
     static const char op[] = "tf_runtime_sync";
     return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         CUstream stream = state.existing_stream(tf::handle_slot(rt));
-        if (!stream) return TF_OK;  // nothing was ever queued on this slot
+        // Nothing was ever queued on this slot: no wait, and no release to
+        // run; leaks found earlier elsewhere are still reported.
+        if (!stream) return state.retirements().report_unreported(state.api(), op);
         tf::ContextScope scope;  // the releases after the barrier are caller code
         tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;

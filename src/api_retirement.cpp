@@ -39,8 +39,7 @@ TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
         tf::ContextScope scope;  // the releases it finds are caller code
         tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
-        CUresult r = state.retirements().poll(state.api(), op);
-        return r == CUDA_SUCCESS ? TF_OK : tf::fail_cuda(state.api(), op, "cuStreamSynchronize", r);
+        return state.retirements().poll(state.api(), op);
     });
 }
 

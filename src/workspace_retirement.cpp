@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cstdio>
 #include <new>
 
 #include "callback.h"
@@ -23,6 +24,19 @@ CUresult wait_for(const DriverApi &api, CUstream stream) {
 
 void destroy_event(const DriverApi &api, CUevent e) {
     if (e && api.cuEventDestroy) api.cuEventDestroy(e);
+}
+
+// TF_ERROR_CUDA (or the status of the wait's result) naming the failed wait
+// and what leaked; TF_OK when nothing did.
+tf_status report(const DriverApi &api, const char *op, const RetirementLeaks &leaks) {
+    if (leaks.count == 0) return TF_OK;
+    char consequence[160];
+    std::snprintf(consequence, sizeof consequence,
+                  "%llu retired resource%s leaked (the first: %p): neither its event nor its "
+                  "stream proved the device done with it",
+                  static_cast<unsigned long long>(leaks.count), leaks.count == 1 ? "" : "s",
+                  leaks.first);
+    return fail_cuda(api, op, "cuStreamSynchronize", leaks.first_result, consequence);
 }
 
 }  // namespace
@@ -124,11 +138,11 @@ void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
     }
 }
 
-CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
+RetirementLeaks RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
     Resolution progress(*this, api, op, *found);
     while (progress.done < found->done.size())
         run_release(api, op, found->done[progress.done++].r);
-    CUresult first = CUDA_SUCCESS;
+    RetirementLeaks leaks;
     while (progress.failed < found->failed.size()) {
         Entry &e = found->failed[progress.failed];
         destroy_event(api, e.event);  // its state is unknown: never reused
@@ -144,7 +158,7 @@ CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *fo
             run_release(api, op, e.r);
             continue;
         }
-        if (first == CUDA_SUCCESS) first = w;
+        leaks.add(e.r.resource, w);
         char what[96];
         log(TF_LOG_WARNING,
             "%s: leaking retired resource %p: neither its event (cuEventQuery) nor its stream "
@@ -153,7 +167,7 @@ CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *fo
     }
     while (progress.last < found->last.size())
         run_release(api, op, found->last[progress.last++].r);
-    return first;
+    return leaks;
 }
 
 tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot_count,
@@ -181,16 +195,22 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
             if (++stats_.in_flight > stats_.max_in_flight) stats_.max_in_flight = stats_.in_flight;
         }
     }
-    finish(api, op, &found);  // older releases first: retirement order
-    if (queued) return TF_OK;
-    return barrier_fallback(api, op, stream, r);
+    RetirementLeaks earlier = finish(api, op, &found);  // older releases first
+    tf_status st = queued ? TF_OK : barrier_fallback(api, op, stream, r, &earlier);
+    if (earlier.count != 0) {
+        // Not this call's status, which is about the caller's own resource:
+        // the next poll or sync reports them.
+        std::lock_guard<std::mutex> hold(mutex_);
+        unreported_.add(earlier);
+    }
+    return st;
 }
 
 // Waits for the caller's stream instead of queueing `r`.  The wait also
 // passed this slot's older retirements; they are released first, so the
 // slot's releases stay in retirement order.
 tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
-                                            const Retirement &r) {
+                                            const Retirement &r, RetirementLeaks *earlier) {
     CUresult w = wait_for(api, stream);
     if (w != CUDA_SUCCESS) {
         {
@@ -208,17 +228,31 @@ tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op
         ++stats_.released;
         found.last.push_back(Entry{r, nullptr, stream});
     }
-    finish(api, op, &found);
+    earlier->add(finish(api, op, &found));
     return TF_OK;
 }
 
-CUresult RetirementQueue::poll(const DriverApi &api, const char *op) {
+RetirementLeaks RetirementQueue::take_unreported() {
+    std::lock_guard<std::mutex> hold(mutex_);
+    RetirementLeaks taken = unreported_;
+    unreported_ = RetirementLeaks{};
+    return taken;
+}
+
+tf_status RetirementQueue::poll(const DriverApi &api, const char *op) {
     Found found;
     {
         std::lock_guard<std::mutex> hold(mutex_);
         collect_locked(api, &found);
     }
-    return finish(api, op, &found);
+    RetirementLeaks found_now = finish(api, op, &found);
+    RetirementLeaks leaks = take_unreported();  // the older ones first
+    leaks.add(found_now);
+    return report(api, op, leaks);
+}
+
+tf_status RetirementQueue::report_unreported(const DriverApi &api, const char *op) {
+    return report(api, op, take_unreported());
 }
 
 void RetirementQueue::release_all(const DriverApi &api) {

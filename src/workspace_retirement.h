@@ -24,6 +24,10 @@
 // (a release was cancelled or called pthread_exit) move from released (or
 // in_flight) to leaked.
 //
+// Leaks of earlier retirements that tf_workspace_retire finds cannot be its
+// status (that describes the caller's own resource): they are kept here and
+// reported once, by the next tf_workspace_poll or tf_runtime_sync.
+//
 // One queue per runtime, under its own mutex: retirement is not on the
 // enqueue hot path, and a per-runtime bound is what the options describe.
 // Events are pooled: a completed entry's event is reused by the next
@@ -48,6 +52,29 @@ struct Retirement {
     void *user_data;
 };
 
+// Retirements found leaked (event query and stream wait both failed): how
+// many, and the first one's resource and failed wait.
+struct RetirementLeaks {
+    uint64_t count = 0;
+    void *first = nullptr;
+    CUresult first_result = CUDA_SUCCESS;
+
+    void add(void *resource, CUresult r) {
+        if (count++ == 0) {
+            first = resource;
+            first_result = r;
+        }
+    }
+    void add(const RetirementLeaks &later) {
+        if (later.count == 0) return;
+        if (count == 0) {
+            first = later.first;
+            first_result = later.first_result;
+        }
+        count += later.count;
+    }
+};
+
 class RetirementQueue {
 public:
     RetirementQueue() = default;
@@ -58,15 +85,22 @@ public:
     // `slot_count`), after running the releases the device has passed.  The
     // primary context is current.  Returns TF_OK when queued or released by
     // the barrier fallback; the barrier's failure (the resource leaked)
-    // otherwise.
+    // otherwise.  Leaks of earlier retirements found on the way are kept for
+    // the next poll() to report.
     tf_status retire(const DriverApi &api, const char *op, int slot_count, uint32_t capacity,
                      int slot, CUstream stream, const Retirement &r);
 
     // Runs the releases of every retirement the device has passed, on every
     // slot, without waiting.  The primary context is current.  Returns
-    // CUDA_SUCCESS, or the first failed wait of a retirement whose event
-    // query failed (that resource leaked; each such leak is logged).
-    CUresult poll(const DriverApi &api, const char *op);
+    // TF_OK, or TF_ERROR_CUDA (the status of the first failed wait) when a
+    // retirement whose event query failed leaked here or, unreported until
+    // now, inside an earlier retire(): each leak is logged when found and
+    // reported once.
+    tf_status poll(const DriverApi &api, const char *op);
+
+    // Reports (once) the leaks an earlier retire() found, as poll() does,
+    // without polling (no driver call).
+    tf_status report_unreported(const DriverApi &api, const char *op);
 
     // Teardown after every stream was synchronized: runs every pending
     // release and destroys the pooled events.  The primary context is current.
@@ -92,14 +126,16 @@ private:
 
     void collect_locked(const DriverApi &api, Found *found);
     CUevent take_event_locked(const DriverApi &api);
-    CUresult finish(const DriverApi &api, const char *op, Found *found);
+    RetirementLeaks finish(const DriverApi &api, const char *op, Found *found);
     tf_status barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
-                               const Retirement &r);
+                               const Retirement &r, RetirementLeaks *earlier);
+    RetirementLeaks take_unreported();
 
     mutable std::mutex mutex_;
     std::vector<std::deque<Entry>> slots_;  // per slot, oldest first
     std::vector<CUevent> pool_;             // recorded-and-passed events, reusable
     tf_retirement_stats stats_{};
+    RetirementLeaks unreported_;  // found inside retire(), for the next poll()
 };
 
 // Runs a caller's release with the primary context current; a C++ exception

@@ -481,7 +481,7 @@ static void threads_retire_concurrently(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
-/* ---- the counters' invariant, unwinding releases --------------------------- */
+/* ---- the counters' invariant, unwinding releases, leaks reported once ----- */
 
 /* deferred + barrier_fallbacks == released + leaked + in_flight */
 static int consistent(const tf_retirement_stats *s) {
@@ -590,6 +590,63 @@ static void release_may_drop_the_last_reference_under_sync(void **state) {
     tfd()->tfd_set_async_pending(0);
 }
 
+/* A retirement whose event query and stream wait failed, found inside
+ * tf_workspace_retire (plain, or in its barrier fallback): the retire
+ * reports its own resource (queued, or released: TF_OK); the leak is
+ * logged there and reported by the next poll or sync, once. */
+static tf_status after_leak(tf_runtime *rt, int by_sync) {
+    return by_sync ? tf_runtime_sync(rt) : tf_workspace_poll(rt);
+}
+
+static void check_leak_found_inside_retire(int in_barrier, int by_sync) {
+    tf_runtime *rt = runtime_with_capacity(in_barrier ? 1 : 8);
+    const char *op = by_sync ? "tf_runtime_sync" : "tf_workspace_poll";
+    const char *warnings;
+    tf_retirement_stats s;
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    retire(rt, 1); /* still pending on the device */
+    if (in_barrier) {
+        /* Full: the retire waits for the stream (which succeeds), then
+         * finds 1 there: its query and its stream wait fail. */
+        INJECT("cuEventQuery", 2, CUDA_ERROR_INVALID_HANDLE, 1);
+        INJECT("cuStreamSynchronize", 2, CUDA_ERROR_UNKNOWN, 1);
+    } else {
+        INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
+        INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    }
+    log_capture_start();
+    assert_ok(tf_workspace_retire(rt, (void *)2, release, NULL));
+    warnings = log_capture_stop();
+    assert_non_null(strstr(warnings, "leaking retired resource 0x1"));
+    assert_int_equal(g.count, in_barrier ? 1 : 0); /* 2 itself: released by the barrier */
+    s = stats(rt);
+    assert_int_equal(s.leaked, 1);
+    assert_true(consistent(&s));
+    tfd()->tfd_set_async_pending(0);
+    tf_clear_last_error();
+    assert_failure(after_leak(rt, by_sync), TF_ERROR_CUDA, op, "cuStreamSynchronize failed",
+                   "CUDA_ERROR_UNKNOWN (999)", "1 retired resource leaked (the first: 0x1)");
+    assert_string_equal(tf_last_error_call(), "cuStreamSynchronize");
+    assert_int_equal(tf_last_error_code(), CUDA_ERROR_UNKNOWN);
+    assert_ok(after_leak(rt, by_sync)); /* once */
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(g.count, 1);
+    assert_int_equal(g.order[0], 2);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void leak_found_inside_retire_is_reported_once(void **state) {
+    int in_barrier, by_sync;
+    (void)state;
+    REQUIRE_DOUBLE();
+    for (in_barrier = 0; in_barrier < 2; ++in_barrier)
+        for (by_sync = 0; by_sync < 2; ++by_sync) {
+            tfd()->tfd_reset();
+            check_leak_found_inside_retire(in_barrier, by_sync);
+        }
+}
+
 /* A release that ends its thread (pthread_exit, or cancellation acted on
  * inside it): the releases its call found but never started, and a
  * retirement whose stream wait never ran, count as leaked; the counters
@@ -677,6 +734,7 @@ int main(void) {
         cmocka_unit_test_setup(release_may_drop_the_last_reference_under_sync, test_reset),
         cmocka_unit_test_setup(snapshots_in_releases_add_up, test_reset),
         cmocka_unit_test_setup(unwinding_release_leaks_the_rest, test_reset),
+        cmocka_unit_test_setup(leak_found_inside_retire_is_reported_once, test_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
