@@ -2107,7 +2107,11 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
  *         TF_ERROR_RUNTIME_STATE; downloads on other slots run in parallel
  *         and share the runtime's copy threads (started once per runtime
  *         under the runtime's copy-pool start lock, fed through one queue
- *         under the pool's mutex).
+ *         under the pool's mutex).  Such a download holds thread
+ *         cancellation off until it returns (the copy threads work on jobs
+ *         that live on the calling thread's stack): a pthread_cancel()
+ *         request that arrives meanwhile is acted on at the thread's next
+ *         cancellation point after the call.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was written.
  * On any other failure @p dst may be partly written, and for a page-locked
  * @p dst the device may still be writing it: do not free or reuse @p dst

@@ -6,6 +6,7 @@
 #include "driver_api.h"
 #include "error.h"
 #include "struct_io.h"
+#include "unwind.h"
 
 namespace {
 
@@ -75,9 +76,8 @@ TF_API int32_t tf_gpu_available(void) {
     tf::KeepLastError keep;  // a failed probe answers 0, and is nobody's error
     try {
         return probe_gpu();
-    } catch (abi::__forced_unwind &) {
-        throw;
     } catch (...) {
+        if (tf::foreign_unwinding()) throw;  // cancellation keeps unwinding
         return 0;
     }
 }

@@ -14,6 +14,7 @@
 
 #include "api_guard.h"
 #include "error.h"
+#include "unwind.h"
 
 namespace tf {
 namespace {
@@ -38,11 +39,12 @@ void log(int32_t level, const char *fmt, ...) {
         t_in_callback = true;
         try {
             g_fn(level, line, g_user_data);
-        } catch (abi::__forced_unwind &) {
-            t_in_callback = false;
-            pthread_rwlock_unlock(&g_lock);
-            throw;
         } catch (...) {
+            if (foreign_unwinding()) {  // cancellation keeps unwinding
+                t_in_callback = false;
+                pthread_rwlock_unlock(&g_lock);
+                throw;
+            }
             // A log callback that throws loses its message, nothing else.
         }
         t_in_callback = false;

@@ -1,7 +1,5 @@
 #include "workspace_retirement.h"
 
-#include <pthread.h>
-
 #include <cstdio>
 #include <new>
 
@@ -10,6 +8,7 @@
 #include "cuda_status.h"
 #include "error.h"
 #include "log.h"
+#include "thread_cancel.h"
 
 namespace tf {
 namespace {
@@ -73,9 +72,7 @@ public:
 
 private:
     void count_dropped(size_t never_started, size_t unresolved) {
-        // Unwinding: no cancellation point may act again while this runs.
-        int cancel_state = 0;
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+        DeferCancellation no_cancel;  // unwinding: none may act again in here
         for (size_t i = failed; i < found_.failed.size(); ++i)
             destroy_event(api_, found_.failed[i].event);
         {
@@ -88,7 +85,6 @@ private:
             "%s: leaking %zu retired resource%s whose release never ran: the thread unwound "
             "(cancelled, or a release exited the thread) before running it",
             op_, never_started + unresolved, never_started + unresolved == 1 ? "" : "s");
-        pthread_setcancelstate(cancel_state, nullptr);
     }
 
     RetirementQueue &queue_;
