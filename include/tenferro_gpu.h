@@ -55,6 +55,13 @@
  * Thread safety: every function may be called from any thread.  A runtime
  * handle may be shared by threads; each function documents what it
  * serializes on.  See docs/threading.md.
+ *
+ * fork(): in a child process, every call returns, whatever other threads of
+ * the parent were doing in the library at the fork (running a log callback,
+ * loading the driver, cuBLAS or NVRTC, releasing a handle): the child gets
+ * fresh process-wide locks.  A runtime inherited from the parent refuses
+ * device work with TF_ERROR_RUNTIME_STATE, and so does every call that
+ * needs a load that was in flight at the fork.  See docs/teardown.md.
  */
 #ifndef TENFERRO_GPU_H
 #define TENFERRO_GPU_H
@@ -506,7 +513,9 @@ TF_API int32_t tf_gpu_available(void);
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED (the driver lacks
  *         an entry point this needs); TF_ERROR_CUDA (cuInit or
- *         cuDeviceGetCount failed).
+ *         cuDeviceGetCount failed); TF_ERROR_RUNTIME_STATE (a forked child
+ *         whose parent was loading the driver on another thread at the
+ *         fork: that load never finishes in the child).
  * @threadsafety Any thread.  The first call in the process loads the driver
  *         once (concurrent first calls wait for it); cuInit is called until
  *         it succeeds once; after that no lock is taken.
@@ -634,7 +643,8 @@ TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_s
  *         TF_ERROR_DEVICE_UNAVAILABLE; TF_ERROR_NO_DEVICE;
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED;
- *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA; TF_ERROR_RUNTIME_STATE (as
+ *         for tf_device_count()).
  * @threadsafety As tf_runtime_new_with_options().
  * @failure As tf_runtime_new_with_options().
  */
@@ -663,7 +673,8 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  *         TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal; the message lists
  *         the devices found); TF_ERROR_NO_DEVICE; TF_ERROR_DRIVER_NOT_FOUND;
  *         TF_ERROR_DRIVER_STUB; TF_ERROR_DRIVER_TOO_OLD;
- *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA;
+ *         TF_ERROR_RUNTIME_STATE (as for tf_device_count()).
  * @threadsafety Any thread.  Runtimes created concurrently are independent;
  *         runtimes on one device share its primary context, which the driver
  *         reference-counts.  The first call in the process loads the driver
@@ -1094,7 +1105,8 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a name not starting with
  *         "cublas"); TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED
  *         (the loaded cuBLAS has no such symbol, or lacks a function this
- *         library needs).
+ *         library needs); TF_ERROR_RUNTIME_STATE (a forked child whose
+ *         parent was loading cuBLAS on another thread at the fork).
  * @threadsafety Any thread; no lock of this library and no driver call.  The
  *         first cuBLAS call of the process loads cuBLAS (concurrent first
  *         callers wait for that one load); the symbol lookup itself is
@@ -1114,7 +1126,8 @@ TF_API tf_status tf_cublas_symbol(const char *name, void **out_function);
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_version);
  *         TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED (the cuBLAS
  *         found lacks a function this library needs); TF_ERROR_PROVIDER
- *         (cublasGetProperty).
+ *         (cublasGetProperty); TF_ERROR_RUNTIME_STATE (as for
+ *         tf_cublas_symbol()).
  * @threadsafety As tf_cublas_symbol(); three cublasGetProperty calls, no
  *         lock of this library, no driver call.
  * @failure @p out_version is not written.  A failed load of cuBLAS is not
@@ -1506,8 +1519,10 @@ TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_s
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p out, a
  *         struct_size that does not reach past capacity or is above
  *         TF_MAX_STRUCT_SIZE);
- *         TF_ERROR_INVALID_HANDLE.  Works in a forked child and after a
- *         device fault.
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (a forked child
+ *         whose parent held the runtime's retirement lock at the fork: it
+ *         is not waited for).  Works after a device fault, and in a forked
+ *         child otherwise.
  * @threadsafety Any thread; takes the runtime's retirement lock for the
  *         copy, so the counters are consistent with each other.  No driver
  *         call.
@@ -1751,8 +1766,10 @@ typedef struct tf_program tf_program;
  *         TF_ERROR_LIBRARY_NOT_FOUND (no NVRTC; the message says what to
  *         add to LD_LIBRARY_PATH); TF_ERROR_NOT_SUPPORTED (the NVRTC found
  *         lacks a function this needs); TF_ERROR_PROVIDER (another NVRTC
- *         failure); TF_ERROR_OUT_OF_MEMORY.  No device work: it works in a
- *         forked child and after a device fault.
+ *         failure); TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (a
+ *         forked child whose parent was loading NVRTC on another thread at
+ *         the fork).  No device work: otherwise it works in a forked child
+ *         and after a device fault.
  * @threadsafety Any thread; no lock of this library.  The first NVRTC call
  *         of the process loads NVRTC (concurrent first callers wait for that
  *         one load); each call compiles its own NVRTC program, so calls on

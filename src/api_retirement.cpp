@@ -54,7 +54,12 @@ TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *o
         tf_status st = tf::check_struct_size(op, "out", out->struct_size, kStatsMinSize,
                                              "tf_retirement_stats_init");
         if (st != TF_OK) return st;
-        tf::copy_out_sized(out, state.retirements().stats(state.options().retirement_capacity));
+        tf_retirement_stats s;
+        if (!state.retirements().stats(state.options().retirement_capacity, state.forked(), &s))
+            return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+                           "this process was forked while another thread held the runtime's "
+                           "retirement lock; its counters cannot be read here");
+        tf::copy_out_sized(out, s);
         return TF_OK;
     });
 }

@@ -35,7 +35,7 @@ RuntimeState::~RuntimeState() {
 
 void RuntimeState::teardown() {
     KeepLastError keep;  // teardown never changes the caller's last error
-    if (fork_generation_ != fork_generation()) {
+    if (forked()) {
         // A forked child: the context and streams belong to the parent.
         primary_.abandon();
         return;

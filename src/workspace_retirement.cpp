@@ -279,12 +279,17 @@ void RetirementQueue::release_all(const DriverApi &api) {
     }
 }
 
-tf_retirement_stats RetirementQueue::stats(uint32_t capacity) const {
-    std::lock_guard<std::mutex> hold(mutex_);
-    tf_retirement_stats s = stats_;
-    s.struct_size = sizeof s;
-    s.capacity = capacity;
-    return s;
+bool RetirementQueue::stats(uint32_t capacity, bool forked_child,
+                            tf_retirement_stats *out) const {
+    std::unique_lock<std::mutex> hold(mutex_, std::defer_lock);
+    if (!forked_child)
+        hold.lock();
+    else if (!hold.try_lock())
+        return false;
+    *out = stats_;
+    out->struct_size = sizeof *out;
+    out->capacity = capacity;
+    return true;
 }
 
 }  // namespace tf

@@ -106,7 +106,10 @@ public:
     // release and destroys the pooled events.  The primary context is current.
     void release_all(const DriverApi &api);
 
-    tf_retirement_stats stats(uint32_t capacity) const;
+    // A consistent snapshot of the counters into *out.  In a forked child
+    // (`forked_child`) the lock may be held by a parent thread that does
+    // not exist here: false instead of waiting for it.
+    bool stats(uint32_t capacity, bool forked_child, tf_retirement_stats *out) const;
 
 private:
     struct Entry {
