@@ -2033,7 +2033,12 @@ TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an address unchecked for
  *         its runtime's device, see above, or overlapping ranges on one
  *         device); TF_ERROR_INVALID_HANDLE (either runtime);
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (a sticky fault
+ *         belongs to the runtime whose context was current when the driver
+ *         reported it: @p dst_rt's during the check of @p dst, @p src_rt's
+ *         otherwise; that runtime alone refuses device work from then on;
+ *         a runtime that had already faulted refuses the call and stays the
+ *         only one marked);
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
  * @threadsafety Any thread; no lock of this library once the source slot's
  *         stream exists.  Peer access is enabled at most once per source
