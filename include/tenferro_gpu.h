@@ -12,7 +12,11 @@
  *  - Fallible functions return a tf_status.  TF_OK is 0.  On failure they
  *    also record a thread-local error (tf_last_error_message() and friends)
  *    naming the operation, the failing call and the numeric code of the
- *    CUDA, cuBLAS or NVRTC result.  A successful call leaves the record alone.
+ *    CUDA, cuBLAS or NVRTC result.  A call that returns TF_OK never changes
+ *    the record, also when a step inside it failed and the call answered
+ *    anyway (a capability probe, a count of zero devices); only library
+ *    calls made by caller code it runs (a callback) record their own
+ *    failures.
  *  - Output parameters are written only on TF_OK.
  *  - A NULL pointer where an object is required returns
  *    TF_ERROR_INVALID_ARGUMENT; it never crashes.
@@ -21,14 +25,17 @@
  *    last few thousand released handles quarantined); do not rely on it.
  *  - No function leaves the calling thread's current CUDA context changed:
  *    whatever context was current (NULL included) is current again on return,
- *    on every path.
+ *    on every path, also when caller code the call runs (a callback, a
+ *    workspace release) changed the thread's context.
  *  - No C++ exception ever leaves the library.
  *  - Structs passed in or out start with uint32_t struct_size, which the
  *    caller sets with the struct's *_init function, passing the sizeof it
  *    was compiled with: tf_runtime_options_init(&o, sizeof o).  Structs only
  *    ever grow at the end and the library never reads or writes past the
  *    caller's struct_size, so a program built against an older header keeps
- *    working with a newer library, and the other way round.
+ *    working with a newer library, and the other way round.  A struct_size
+ *    above TF_MAX_STRUCT_SIZE is refused (TF_ERROR_INVALID_ARGUMENT) or, by
+ *    the *_init functions, ignored.
  *  - Every function returning tf_status may also return
  *    TF_ERROR_OUT_OF_MEMORY when host memory runs out and TF_ERROR_INTERNAL
  *    for a bug in this library; the lists below do not repeat them.  A
@@ -48,6 +55,13 @@
  * Thread safety: every function may be called from any thread.  A runtime
  * handle may be shared by threads; each function documents what it
  * serializes on.  See docs/threading.md.
+ *
+ * fork(): in a child process, every call returns, whatever other threads of
+ * the parent were doing in the library at the fork (running a log callback,
+ * loading the driver, cuBLAS or NVRTC, releasing a handle): the child gets
+ * fresh process-wide locks.  A runtime inherited from the parent refuses
+ * device work with TF_ERROR_RUNTIME_STATE, and so does every call that
+ * needs a load that was in flight at the fork.  See docs/teardown.md.
  */
 #ifndef TENFERRO_GPU_H
 #define TENFERRO_GPU_H
@@ -111,6 +125,20 @@ TF_API uint32_t tf_version(void);
 TF_API const char *tf_version_string(void);
 
 /** @} */
+
+/**
+ * Largest struct_size the library accepts in a versioned struct: 64 KiB.
+ *
+ * Every versioned struct starts with its struct_size and only grows at the
+ * end; the largest (tf_error_info) is under 1 KiB, so this bound leaves room
+ * for any growth.  A larger struct_size is taken for garbage, a struct that
+ * was never initialised: honouring it would have the library read or write
+ * up to 4 GiB of the caller's memory.  Calls that read or write a struct
+ * refuse it with TF_ERROR_INVALID_ARGUMENT, the *_init functions ignore it,
+ * and the library never reads or writes more than this many bytes of a
+ * caller's struct.
+ */
+#define TF_MAX_STRUCT_SIZE 65536
 
 /**
  * @defgroup errors Statuses and errors
@@ -327,7 +355,8 @@ typedef struct tf_error_info {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_error_info)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p info.
  */
 TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size);
@@ -343,7 +372,8 @@ TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size);
  *                older, shorter struct gets the fields it knows; struct_size
  *                itself is kept.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT if @p out is NULL or its
- *         struct_size does not reach past the status field.
+ *         struct_size does not reach past the status field or is above
+ *         TF_MAX_STRUCT_SIZE.
  * @threadsafety Any thread; reads only the calling thread's record.
  * @failure @p out is not written, and the thread's last error now describes
  *         this failure: the error the caller wanted is lost.
@@ -379,7 +409,9 @@ enum tf_log_level {
  * @param[in] user_data as given to tf_set_log_callback().
  *
  * It may be called from any thread the library runs on, concurrently, while
- * the library holds the log lock shared (see tf_set_log_callback()).  It may
+ * the library holds the log lock shared (see tf_set_log_callback()), with
+ * whatever CUDA context the library has current at that point: a callback
+ * that changes the thread's context must put it back before returning.  It may
  * call this library, except tf_set_log_callback(), which refuses with
  * TF_ERROR_RUNTIME_STATE.  A C++ exception it throws loses its message and
  * nothing else.
@@ -447,7 +479,8 @@ typedef struct tf_device_properties {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_device_properties)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p info.
  */
 TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_size);
@@ -472,12 +505,17 @@ TF_API int32_t tf_gpu_available(void);
 /**
  * Number of CUDA devices.  Creates no context.
  *
- * @param[out] out_count number of devices; 0 when the driver reports none.
+ * @param[out] out_count number of devices; 0 when the driver reports none
+ *                   (a driver without devices refuses cuInit: that is
+ *                   TF_OK with 0, and the thread's last error is left
+ *                   alone).
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_count);
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED (the driver lacks
  *         an entry point this needs); TF_ERROR_CUDA (cuInit or
- *         cuDeviceGetCount failed).
+ *         cuDeviceGetCount failed); TF_ERROR_RUNTIME_STATE (a forked child
+ *         whose parent was loading the driver on another thread at the
+ *         fork: that load never finishes in the child).
  * @threadsafety Any thread.  The first call in the process loads the driver
  *         once (concurrent first calls wait for it); cuInit is called until
  *         it succeeds once; after that no lock is taken.
@@ -494,7 +532,8 @@ TF_API tf_status tf_device_count(int32_t *out_count);
  * @param[in] ordinal 0 .. tf_device_count() - 1.
  * @param[in,out] out initialised with tf_device_properties_init(); fields
  *                past its struct_size are not written.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small,
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small
+ *         or above TF_MAX_STRUCT_SIZE,
  *         negative ordinal); TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal;
  *         the message lists the devices); TF_ERROR_NO_DEVICE; and the
  *         driver-loading statuses of tf_device_count().
@@ -587,7 +626,8 @@ typedef struct tf_runtime_options {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_runtime_options)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p options.
  */
 TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_size);
@@ -603,7 +643,8 @@ TF_API void tf_runtime_options_init(tf_runtime_options *options, size_t struct_s
  *         TF_ERROR_DEVICE_UNAVAILABLE; TF_ERROR_NO_DEVICE;
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
  *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_NOT_SUPPORTED;
- *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA; TF_ERROR_RUNTIME_STATE (as
+ *         for tf_device_count()).
  * @threadsafety As tf_runtime_new_with_options().
  * @failure As tf_runtime_new_with_options().
  */
@@ -621,16 +662,19 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  * @param[in] ordinal device ordinal.
  * @param[in] options NULL for the defaults, or initialised with
  *                 tf_runtime_options_init().  A struct_size larger than this
- *                 library knows is accepted when the unknown tail is zero.
+ *                 library knows is accepted when the unknown tail is zero
+ *                 (up to TF_MAX_STRUCT_SIZE).
  *                 Read during the call only.
  * @param[out] out the new handle with one reference; release it with
  *                 tf_runtime_release().
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out, negative ordinal,
- *         an option out of range, nonzero unknown option bytes);
+ *         an option out of range, nonzero unknown option bytes, a
+ *         struct_size too small or above TF_MAX_STRUCT_SIZE);
  *         TF_ERROR_DEVICE_UNAVAILABLE (no such ordinal; the message lists
  *         the devices found); TF_ERROR_NO_DEVICE; TF_ERROR_DRIVER_NOT_FOUND;
  *         TF_ERROR_DRIVER_STUB; TF_ERROR_DRIVER_TOO_OLD;
- *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA.
+ *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_OUT_OF_MEMORY; TF_ERROR_CUDA;
+ *         TF_ERROR_RUNTIME_STATE (as for tf_device_count()).
  * @threadsafety Any thread.  Runtimes created concurrently are independent;
  *         runtimes on one device share its primary context, which the driver
  *         reference-counts.  The first call in the process loads the driver
@@ -679,7 +723,11 @@ TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  * @param[in] rt the reference to drop, or NULL.  After TF_OK the caller must
  *               not use this reference again; other references to the same
  *               handle stay valid.  Never drop the last reference from
- *               inside a callback the library runs for this runtime.
+ *               inside a callback the library runs for this runtime,
+ *               except from a workspace release run by
+ *               tf_workspace_retire(), tf_workspace_poll() or
+ *               tf_runtime_sync(): that call keeps the runtime alive and
+ *               tears it down as it returns.
  * @return TF_OK; TF_ERROR_INVALID_HANDLE when @p rt was already released
  *         (detected as for every function).
  * @threadsafety Any thread, but not while another thread still uses the
@@ -743,7 +791,8 @@ TF_API tf_status tf_runtime_allocation_domain(const tf_runtime *rt, uint64_t *ou
  * @param[in] rt      the runtime.
  * @param[in,out] out initialised with tf_device_properties_init(); fields
  *                    past its struct_size are not written.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small);
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, struct_size too small or
+ *         above TF_MAX_STRUCT_SIZE);
  *         TF_ERROR_INVALID_HANDLE.
  * @threadsafety Any thread; no lock, no driver call.
  * @failure @p out is not written.
@@ -776,7 +825,10 @@ enum tf_capability {
  * @param[in] capability enum tf_capability; a value this library does not
  *                   know is answered with 0, so newer programs run on older
  *                   libraries.
- * @param[out] out_supported 1 or 0.
+ * @param[out] out_supported 1 or 0.  A probe that fails (the driver query
+ *                   behind TF_CAP_STREAM_ORDERED_ALLOC) answers 0 with
+ *                   TF_OK and leaves the thread's last error alone; the next
+ *                   call asks again.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE.
  * @threadsafety Any thread; no lock.
  * @failure @p out_supported is not written.
@@ -866,9 +918,12 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
  * The caller's exact current context (NULL included) is saved, the primary
  * context made current, @p fn called, and the saved context made current
  * again: after a normal return, a nonzero return and a C++ exception thrown
- * by @p fn alike.  If the primary context is already current this costs one
- * driver call and changes nothing.  A failure to restore is logged, never
- * returned.  @p fn may call this library, this function included.
+ * by @p fn alike, also when @p fn changed the thread's context itself
+ * (cuCtxSetCurrent, cuCtxPopCurrent, cudaSetDevice).  If the primary context
+ * is already current this costs two cuCtxGetCurrent calls, one before and
+ * one after @p fn (a third call puts the context back only if @p fn moved
+ * it).  A failure to restore is logged, never returned.  @p fn may call this
+ * library, this function included.
  *
  * @param[in] rt        the runtime.
  * @param[in] fn        called once, on the calling thread; its nonzero return
@@ -894,13 +949,18 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
  * then run the workspace retirements the device has passed (all of this
  * slot's made before the call; other slots' as tf_workspace_poll() does).
  * Other slots are not waited for.  A slot whose stream was never created
- * returns at once.
+ * returns at once (after reporting a leak an earlier tf_workspace_retire()
+ * left, if any).  A release it runs may drop the last reference to the
+ * runtime: the runtime stays alive until this call returns and is torn down
+ * then, on this thread.
  *
  * @param[in] rt the runtime; a bound handle waits for its bound slot.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (the wait reported
  *         a sticky fault); TF_ERROR_CUDA (the wait, or a retirement leaked as
- *         tf_workspace_poll() describes).
+ *         tf_workspace_poll() describes, this call's or one an earlier
+ *         tf_workspace_retire() found: reported once, also when this slot
+ *         never queued anything).
  * @threadsafety Any thread.  Blocks the calling thread in the driver while
  *         the stream drains, holding no lock of this library; other threads
  *         keep working, on this slot too.
@@ -971,9 +1031,10 @@ enum tf_cublas_pointer_mode {
  * the pointer-mode selection until @p fn returns, so threads sharing a
  * slot never interleave their configuration
  * and enqueues.  Calls on other slots run in parallel.  When the primary
- * context is already current, the call adds one cuCtxGetCurrent, the slot
- * lock and cublasSetPointerMode to what @p fn does; no system call, no
- * allocation, no lock shared between slots.
+ * context is already current, the call adds two cuCtxGetCurrent (before and
+ * after @p fn, which may move the thread: the caller's context is put back),
+ * the slot lock and cublasSetPointerMode to what @p fn does; no system call,
+ * no allocation, no lock shared between slots.
  *
  * @p fn must not keep the handle after it returns, change its stream or
  * workspace, or destroy it.  It may call this library, but a call that needs
@@ -1044,7 +1105,8 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a name not starting with
  *         "cublas"); TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED
  *         (the loaded cuBLAS has no such symbol, or lacks a function this
- *         library needs).
+ *         library needs); TF_ERROR_RUNTIME_STATE (a forked child whose
+ *         parent was loading cuBLAS on another thread at the fork).
  * @threadsafety Any thread; no lock of this library and no driver call.  The
  *         first cuBLAS call of the process loads cuBLAS (concurrent first
  *         callers wait for that one load); the symbol lookup itself is
@@ -1064,7 +1126,8 @@ TF_API tf_status tf_cublas_symbol(const char *name, void **out_function);
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p out_version);
  *         TF_ERROR_LIBRARY_NOT_FOUND; TF_ERROR_NOT_SUPPORTED (the cuBLAS
  *         found lacks a function this library needs); TF_ERROR_PROVIDER
- *         (cublasGetProperty).
+ *         (cublasGetProperty); TF_ERROR_RUNTIME_STATE (as for
+ *         tf_cublas_symbol()).
  * @threadsafety As tf_cublas_symbol(); three cublasGetProperty calls, no
  *         lock of this library, no driver call.
  * @failure @p out_version is not written.  A failed load of cuBLAS is not
@@ -1076,7 +1139,8 @@ TF_API tf_status tf_cublas_version(int32_t *out_version);
  * Enqueues work of any library (NCCL, cuFFT, cuSOLVER, your own driver
  * calls) on the calling thread's slot stream: @p fn runs with the primary
  * context current and receives the slot's stream (a CUstream).  The caller's
- * context is current again afterwards, also when @p fn throws.
+ * context is current again afterwards, also when @p fn throws or changes the
+ * thread's context itself.
  *
  * As tf_cublas_enqueue(), it holds the slot's lock while @p fn runs, so the
  * enqueues of threads sharing a slot do not interleave; a call from @p fn
@@ -1308,10 +1372,24 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * retirement complete (one of the calls above), with the runtime's primary
  * context current and no lock of this library held, so it may free device
  * memory and call this library (but not the runtime being torn down, when
- * it runs from the last release).  Releases found by one call run in the
+ * it runs from the last release).  A release that changes the thread's
+ * context is undone: the next release, and the caller of the call that ran
+ * it, find the context they had.  Releases found by one call run in the
  * order of their retirements on each slot; releases found by calls on
  * different threads may run concurrently.  A C++ exception it throws is
- * logged and dropped.
+ * logged and dropped.  A release may drop the last reference to the runtime
+ * (see tf_runtime_release()).  A release that ends its thread
+ * (pthread_exit(), or thread cancellation acted on inside it) ends the call
+ * that ran it: the releases that call had found but not yet started never
+ * run, and are counted as leaked and logged.
+ *
+ * Leaks of earlier retirements.  Retirements this call finds complete on
+ * the way are resolved as tf_workspace_poll() would; when one of them
+ * leaks (its event query and the wait for its stream both failed), the
+ * leak is counted and logged here, but this call's status keeps describing
+ * the fate of this call's own resource.  The leak is reported, once, by the
+ * next tf_workspace_poll() or tf_runtime_sync() on the runtime, with the
+ * status tf_workspace_poll() gives a leak it finds itself.
  *
  * @param[in] rt    the runtime; the calling thread's (or the bound) slot is used.
  * @param[in] resource passed to @p release; may be NULL.  The library never
@@ -1320,7 +1398,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  * @param[in] user_data passed to @p release; the library never dereferences
  *                  it.  It and @p resource must stay valid until
  *                  @p release runs.
- * @return TF_OK (queued, or released by the barrier fallback);
+ * @return TF_OK (queued, or released by the barrier fallback; whatever
+ *         happened to earlier retirements on the way);
  *         TF_ERROR_INVALID_ARGUMENT (NULL @p release) and
  *         TF_ERROR_INVALID_HANDLE: nothing happened, the resource is still
  *         the caller's.  Any other failure means @p release will not run
@@ -1345,7 +1424,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done);
  *         @p release will never run for this call and the device may still
  *         use the resource: leak it, never free or reuse it.  Earlier
  *         retirements this call found complete on the way were released as
- *         tf_workspace_poll() would have.
+ *         tf_workspace_poll() would have; their leaks are left for the next
+ *         tf_workspace_poll() or tf_runtime_sync() to report.
  */
 TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
                                      void (*release)(void *resource, void *user_data),
@@ -1362,7 +1442,11 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
  *         context could not be activated, or a retirement's event query and
  *         stream wait both failed: that resource was leaked, counted and
- *         logged; the error is the wait's).
+ *         logged; the error is the wait's, with call cuStreamSynchronize
+ *         and a message naming how many resources leaked and the first).
+ *         A leak an earlier tf_workspace_retire() found and could not
+ *         report is reported here (or by tf_runtime_sync()), once, the
+ *         same way.
  * @threadsafety Any thread.  Takes the runtime's retirement lock while it
  *         queries the pending events; runs the releases it found, and the
  *         stream waits of failed queries (cuStreamSynchronize), after
@@ -1375,21 +1459,41 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
  */
 TF_API tf_status tf_workspace_poll(tf_runtime *rt);
 
-/** Counters of a runtime's workspace retirements.  Every accepted
- * retirement is, at any time, in exactly one of released, leaked and
- * in_flight. */
+/** Counters of a runtime's workspace retirements.
+ *
+ * A retirement is accepted when it is queued behind an event (counted in
+ * deferred) or, when it cannot be, once the wait for its stream that
+ * replaces the event has returned (counted in barrier_fallbacks).  Every
+ * accepted retirement is in exactly one of released, leaked and in_flight,
+ * so every snapshot satisfies
+ *
+ *     deferred + barrier_fallbacks == released + leaked + in_flight
+ *
+ * also one taken from inside a release or while another thread waits for a
+ * stream on the runtime's behalf: a retirement moves from in_flight to
+ * released or leaked in one step, and a barrier fallback enters
+ * barrier_fallbacks and released or leaked together. */
 typedef struct tf_retirement_stats {
     uint32_t struct_size;   /**< in: set by tf_retirement_stats_init */
     uint32_t capacity;      /**< out: the queue bound (retirement_capacity) */
     uint64_t deferred;      /**< out: retirements queued behind an event */
-    uint64_t released;      /**< out: releases started */
-    uint64_t barrier_fallbacks; /**< out: retirements resolved by waiting for
-                                 * their stream instead (queue full, event
-                                 * creation, record or query failed) */
-    uint64_t leaked;        /**< out: resources never released because the
-                             * device's progress could not be proven */
-    uint64_t in_flight;     /**< out: retirements queued now */
-    uint64_t max_in_flight; /**< out: the most ever queued at once */
+    uint64_t released;      /**< out: releases started, or found and about to
+                             * start on the thread that found them */
+    uint64_t barrier_fallbacks; /**< out: retirements never queued (queue
+                                 * full, event creation or record failed),
+                                 * resolved by waiting for their stream
+                                 * instead; counted once the wait returned.
+                                 * A queued one whose event query failed
+                                 * stays in deferred. */
+    uint64_t leaked;        /**< out: resources never released: the device's
+                             * progress could not be proven, or the thread
+                             * that found them ended (a release called
+                             * pthread_exit or was cancelled) before their
+                             * releases started */
+    uint64_t in_flight;     /**< out: queued retirements neither released nor
+                             * leaked yet (one whose event query failed, while
+                             * its stream is waited for, included) */
+    uint64_t max_in_flight; /**< out: the most ever in flight at once */
 } tf_retirement_stats;
 
 /**
@@ -1399,7 +1503,8 @@ typedef struct tf_retirement_stats {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_retirement_stats)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p stats.
  */
 TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_size);
@@ -1412,9 +1517,12 @@ TF_API void tf_retirement_stats_init(tf_retirement_stats *stats, size_t struct_s
  * @param[in,out] out initialised with tf_retirement_stats_init; fields past
  *                its struct_size are not written.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL @p rt or @p out, a
- *         struct_size that does not reach past capacity);
- *         TF_ERROR_INVALID_HANDLE.  Works in a forked child and after a
- *         device fault.
+ *         struct_size that does not reach past capacity or is above
+ *         TF_MAX_STRUCT_SIZE);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (a forked child
+ *         whose parent held the runtime's retirement lock at the fork: it
+ *         is not waited for).  Works after a device fault, and in a forked
+ *         child otherwise.
  * @threadsafety Any thread; takes the runtime's retirement lock for the
  *         copy, so the counters are consistent with each other.  No driver
  *         call.
@@ -1548,7 +1656,8 @@ typedef struct tf_launch_config {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_launch_config)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p config.
  */
 TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
@@ -1569,8 +1678,8 @@ TF_API void tf_launch_config_init(tf_launch_config *config, size_t struct_size);
  *               parameter's type (cuLaunchKernel's kernelParams); NULL for
  *               a kernel without parameters.  Read during the call only.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a zero dimension,
- *         struct_size too small, nonzero bytes past the fields this
- *         library knows); TF_ERROR_INVALID_HANDLE;
+ *         struct_size too small or above TF_MAX_STRUCT_SIZE, nonzero bytes
+ *         past the fields this library knows); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
  *         TF_ERROR_CUDA (cuLaunchKernel: a function of another context,
  *         too many threads, too much shared memory, ...; context, stream
@@ -1617,7 +1726,8 @@ typedef struct tf_compile_options {
  * @param[in] struct_size sizeof the struct as the caller was compiled with
  *         (sizeof(tf_compile_options)).  Only that many bytes are written: the
  *         defaults of the fields this library knows, zero for the rest,
- *         and struct_size itself.  A size below 4 is ignored.
+ *         and struct_size itself.  A size below 4 or above
+ *         TF_MAX_STRUCT_SIZE is ignored: nothing is written.
  * @threadsafety Any thread; touches only @p options.
  */
 TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size);
@@ -1649,14 +1759,17 @@ typedef struct tf_program tf_program;
  * @param[out] out the program (see above); untouched on other failures.
  * @return TF_OK; TF_ERROR_COMPILE (NVRTC rejected the source or an option;
  *         code domain TF_CODE_NVRTC); TF_ERROR_INVALID_ARGUMENT (NULL,
- *         options struct_size too small, unknown target, negative arch or
+ *         options struct_size too small or above TF_MAX_STRUCT_SIZE,
+ *         unknown target, negative arch or
  *         option_count, options NULL with a count or holding a NULL entry,
  *         nonzero unknown option bytes); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_LIBRARY_NOT_FOUND (no NVRTC; the message says what to
  *         add to LD_LIBRARY_PATH); TF_ERROR_NOT_SUPPORTED (the NVRTC found
  *         lacks a function this needs); TF_ERROR_PROVIDER (another NVRTC
- *         failure); TF_ERROR_OUT_OF_MEMORY.  No device work: it works in a
- *         forked child and after a device fault.
+ *         failure); TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (a
+ *         forked child whose parent was loading NVRTC on another thread at
+ *         the fork).  No device work: otherwise it works in a forked child
+ *         and after a device fault.
  * @threadsafety Any thread; no lock of this library.  The first NVRTC call
  *         of the process loads NVRTC (concurrent first callers wait for that
  *         one load); each call compiles its own NVRTC program, so calls on
@@ -1920,7 +2033,12 @@ TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, an address unchecked for
  *         its runtime's device, see above, or overlapping ranges on one
  *         device); TF_ERROR_INVALID_HANDLE (either runtime);
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT;
+ *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT (a sticky fault
+ *         belongs to the runtime whose context was current when the driver
+ *         reported it: @p dst_rt's during the check of @p dst, @p src_rt's
+ *         otherwise; that runtime alone refuses device work from then on;
+ *         a runtime that had already faulted refuses the call and stays the
+ *         only one marked);
  *         TF_ERROR_NOT_SUPPORTED; TF_ERROR_CUDA.
  * @threadsafety Any thread; no lock of this library once the source slot's
  *         stream exists.  Peer access is enabled at most once per source
@@ -2011,7 +2129,11 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
  *         TF_ERROR_RUNTIME_STATE; downloads on other slots run in parallel
  *         and share the runtime's copy threads (started once per runtime
  *         under the runtime's copy-pool start lock, fed through one queue
- *         under the pool's mutex).
+ *         under the pool's mutex).  Such a download holds thread
+ *         cancellation off until it returns (the copy threads work on jobs
+ *         that live on the calling thread's stack): a pthread_cancel()
+ *         request that arrives meanwhile is acted on at the thread's next
+ *         cancellation point after the call.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was written.
  * On any other failure @p dst may be partly written, and for a page-locked
  * @p dst the device may still be writing it: do not free or reuse @p dst

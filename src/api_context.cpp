@@ -27,7 +27,7 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!fn) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "fn is NULL");
         tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
         return tf::invoke_callback(op, fn, user_data);
     });
@@ -54,11 +54,13 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
 
 TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
     static const char op[] = "tf_runtime_sync";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         CUstream stream = state.existing_stream(tf::handle_slot(rt));
-        if (!stream) return TF_OK;  // nothing was ever queued on this slot
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        // Nothing was ever queued on this slot: no wait, and no release to
+        // run; leaks found earlier elsewhere are still reported.
+        if (!stream) return state.retirements().report_unreported(state.api(), op);
+        tf::ContextScope scope;  // the releases after the barrier are caller code
+        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
         if ((st = TF_CU(state.api(), op, cuStreamSynchronize, stream)) != TF_OK) return st;
         return tf::after_barrier(state, op);

@@ -6,6 +6,7 @@
 #include "driver_api.h"
 #include "error.h"
 #include "struct_io.h"
+#include "unwind.h"
 
 namespace {
 
@@ -37,10 +38,14 @@ TF_API tf_status tf_device_count(int32_t *out_count) {
     static const char op[] = "tf_device_count";
     return tf::guarded(op, [&]() -> tf_status {
         if (!out_count) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_count is NULL");
+        tf::ErrorSnapshot before;
+        tf::save_error(&before);
         const tf::DriverApi *api = tf::init_driver(op);
         if (!api) {
-            // A driver without devices refuses cuInit; counting them is not an error.
+            // A driver without devices refuses cuInit; counting them is not
+            // an error, and leaves the caller's record alone.
             if (tf::current_error().status != TF_ERROR_NO_DEVICE) return tf::current_error().status;
+            tf::restore_error(before);
             *out_count = 0;
             return TF_OK;
         }
@@ -52,14 +57,13 @@ TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out) {
     static const char op[] = "tf_device_info";
     return tf::guarded(op, [&]() -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        if (out->struct_size < kDeviceInfoMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "out->struct_size %u is too small; call tf_device_properties_init first",
-                           static_cast<unsigned>(out->struct_size));
+        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kDeviceInfoMinSize,
+                                             "tf_device_properties_init");
+        if (st != TF_OK) return st;
         const tf::DriverApi *api = tf::init_driver(op);
         if (!api) return tf::current_error().status;
         CUdevice device = 0;
-        tf_status st = tf::lookup_device(*api, op, ordinal, &device);
+        st = tf::lookup_device(*api, op, ordinal, &device);
         if (st != TF_OK) return st;
         tf_device_properties info;
         if ((st = tf::describe_device(*api, op, ordinal, device, &info)) != TF_OK) return st;
@@ -69,18 +73,13 @@ TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out) {
 }
 
 TF_API int32_t tf_gpu_available(void) {
-    tf::ErrorSnapshot saved;
-    tf::save_error(&saved);
-    int32_t available = 0;
+    tf::KeepLastError keep;  // a failed probe answers 0, and is nobody's error
     try {
-        available = probe_gpu();
-    } catch (abi::__forced_unwind &) {
-        throw;
+        return probe_gpu();
     } catch (...) {
-        available = 0;
+        if (tf::foreign_unwinding()) throw;  // cancellation keeps unwinding
+        return 0;
     }
-    tf::restore_error(saved);
-    return available;
 }
 
 }  // extern "C"

@@ -141,10 +141,9 @@ TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function, const tf_launc
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!function || !config)
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "function or config is NULL");
-        if (config->struct_size < kConfigMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "config->struct_size %u is too small; call tf_launch_config_init first",
-                           static_cast<unsigned>(config->struct_size));
+        tf_status st = tf::check_struct_size(op, "config", config->struct_size, kConfigMinSize,
+                                             "tf_launch_config_init");
+        if (st != TF_OK) return st;
         tf_launch_config c;
         tf_launch_config_init(&c, sizeof c);
         if (!tf::copy_in_sized(config, &c))

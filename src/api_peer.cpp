@@ -15,6 +15,27 @@ tf_status check_second(const char *op, const tf_runtime *rt) {
     return st == TF_OK ? rt->state->check_usable(op) : st;
 }
 
+// The frame of the calls on two runtimes: both usable, then
+// body(src, dst, &faulted).  A sticky fault belongs to the runtime whose
+// context was current when the driver reported it: the body points
+// `faulted` at the destination for the calls it makes in the destination's
+// context (the source is the default), and that runtime alone remembers
+// the fault.
+template <class Body>
+tf_status peer_call(const char *op, tf_runtime *src_rt, tf_runtime *dst_rt, Body &&body) {
+    return tf::guarded(op, [&]() -> tf_status {
+        tf_status st = tf::check_handle(op, src_rt);
+        if (st != TF_OK) return st;
+        tf::RuntimeState &from = *src_rt->state;
+        if ((st = from.check_usable(op)) != TF_OK || (st = check_second(op, dst_rt)) != TF_OK)
+            return st;
+        tf::RuntimeState *faulted = &from;
+        st = body(from, *dst_rt->state, &faulted);
+        if (st == TF_ERROR_DEVICE_FAULT) faulted->note_fault();
+        return st;
+    });
+}
+
 // Whether the source device reaches the destination's memory directly.
 tf_status direct_access(const char *op, const tf::RuntimeState &src, const tf::RuntimeState &dst,
                         bool *out) {
@@ -60,6 +81,29 @@ tf_status check_destination(const char *op, const tf::RuntimeState &to, uint64_t
     return st == TF_OK ? tf::check_device_range(to, op, "dst", dst, len) : st;
 }
 
+// The copy on the source's slot stream, in the source's context, after the
+// checks of both ranges (the destination's in its own context).
+tf_status copy_between(const char *op, tf_runtime *src_rt, tf::RuntimeState &from,
+                       tf::RuntimeState &to, uint64_t src, uint64_t dst, size_t len,
+                       tf::RuntimeState **faulted) {
+    const bool same_device = from.device() == to.device();
+    tf_status st = same_device ? tf::check_no_overlap(op, src, dst, len) : TF_OK;
+    if (st != TF_OK) return st;
+    tf::ContextScope scope;
+    int slot = 0;
+    CUstream stream = nullptr;
+    bool direct = false;
+    st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
+    if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
+    if (st == TF_OK && (st = check_destination(op, to, dst, len)) == TF_ERROR_DEVICE_FAULT)
+        *faulted = &to;  // reported in the destination's context
+    if (st == TF_OK) st = direct_access(op, from, to, &direct);
+    if (st != TF_OK) return st;
+    if (direct && !same_device) enable_peer_access(op, from, to);
+    return TF_CU(from.api(), op, cuMemcpyPeerAsync, dst, to.context(), src, from.context(), len,
+                 stream);
+}
+
 }  // namespace
 
 extern "C" {
@@ -67,39 +111,28 @@ extern "C" {
 TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
                                         int32_t *out_available) {
     static const char op[] = "tf_peer_copy_available";
-    return tf::runtime_call(op, src_rt, [&](tf::RuntimeState &src) -> tf_status {
-        tf_status st = check_second(op, dst_rt);
-        if (st != TF_OK) return st;
-        if (!out_available) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_available is NULL");
-        bool direct = false;
-        if ((st = direct_access(op, src, *dst_rt->state, &direct)) == TF_OK)
-            *out_available = direct ? 1 : 0;
-        return st;
-    });
+    return peer_call(op, src_rt, dst_rt,
+                     [&](tf::RuntimeState &src, tf::RuntimeState &dst,
+                         tf::RuntimeState **) -> tf_status {
+                         if (!out_available)
+                             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+                                            "out_available is NULL");
+                         bool direct = false;
+                         tf_status st = direct_access(op, src, dst, &direct);
+                         if (st == TF_OK) *out_available = direct ? 1 : 0;
+                         return st;
+                     });
 }
 
 TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_rt, uint64_t dst,
                               size_t len) {
     static const char op[] = "tf_peer_copy";
-    return tf::runtime_call(op, src_rt, [&](tf::RuntimeState &from) -> tf_status {
-        tf_status st = check_second(op, dst_rt);
-        if (st != TF_OK || len == 0) return st;
-        const tf::RuntimeState &to = *dst_rt->state;
-        const bool same_device = from.device() == to.device();
-        if (same_device && (st = tf::check_no_overlap(op, src, dst, len)) != TF_OK) return st;
-        tf::ContextScope scope;
-        int slot = 0;
-        CUstream stream = nullptr;
-        bool direct = false;
-        st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
-        if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
-        if (st == TF_OK) st = check_destination(op, to, dst, len);
-        if (st == TF_OK) st = direct_access(op, from, to, &direct);
-        if (st != TF_OK) return st;
-        if (direct && !same_device) enable_peer_access(op, from, to);
-        return TF_CU(from.api(), op, cuMemcpyPeerAsync, dst, to.context(), src, from.context(),
-                     len, stream);
-    });
+    return peer_call(op, src_rt, dst_rt,
+                     [&](tf::RuntimeState &from, tf::RuntimeState &to,
+                         tf::RuntimeState **faulted) -> tf_status {
+                         if (len == 0) return TF_OK;
+                         return copy_between(op, src_rt, from, to, src, dst, len, faulted);
+                     });
 }
 
 }  // extern "C"

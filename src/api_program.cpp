@@ -23,10 +23,9 @@ constexpr size_t kOptionsMinSize = offsetof(tf_compile_options, target) + sizeof
 tf_status read_options(const char *op, const tf_compile_options *in, tf_compile_options *out) {
     tf_compile_options_init(out, sizeof *out);
     if (!in) return TF_OK;
-    if (in->struct_size < kOptionsMinSize)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                       "options->struct_size %u is too small; call tf_compile_options_init first",
-                       static_cast<unsigned>(in->struct_size));
+    tf_status st = tf::check_struct_size(op, "options", in->struct_size, kOptionsMinSize,
+                                         "tf_compile_options_init");
+    if (st != TF_OK) return st;
     if (!tf::copy_in_sized(in, out))
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
                        "options set fields this library (version %s) does not know",

@@ -1,7 +1,6 @@
 // Deferred workspace release: tf_workspace_retire, tf_workspace_poll,
 // tf_workspace_stats.
 #include <cstring>
-#include <memory>
 
 #include "context_guard.h"
 #include "cuda_status.h"
@@ -22,13 +21,11 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
                                      void (*release)(void *resource, void *user_data),
                                      void *user_data) {
     static const char op[] = "tf_workspace_retire";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!release) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "release is NULL");
-        // A release may drop the last other handle of this runtime: keep the
-        // state alive until the call is over.
-        std::shared_ptr<tf::RuntimeState> keep = rt->state;
         const int slot = tf::handle_slot(rt);
-        return tf::with_slot_stream(op, state, slot, [&](CUstream stream) {
+        // Releases of earlier retirements run inside: caller code.
+        return tf::with_slot_stream<tf::CallerCode::runs>(op, state, slot, [&](CUstream stream) {
             return state.retirements().retire(state.api(), op, state.slot_count(),
                                               state.options().retirement_capacity, slot, stream,
                                               tf::Retirement{resource, release, user_data});
@@ -38,13 +35,11 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
 
 TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     static const char op[] = "tf_workspace_poll";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        std::shared_ptr<tf::RuntimeState> keep = rt->state;
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+    return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        tf::ContextScope scope;  // the releases it finds are caller code
+        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
-        CUresult r = state.retirements().poll(state.api(), op);
-        return r == CUDA_SUCCESS ? TF_OK : tf::fail_cuda(state.api(), op, "cuStreamSynchronize", r);
+        return state.retirements().poll(state.api(), op);
     });
 }
 
@@ -56,11 +51,15 @@ TF_API tf_status tf_workspace_stats(const tf_runtime *rt, tf_retirement_stats *o
     static const char op[] = "tf_workspace_stats";
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        if (out->struct_size < kStatsMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "out->struct_size %u is too small; call tf_retirement_stats_init first",
-                           static_cast<unsigned>(out->struct_size));
-        tf::copy_out_sized(out, state.retirements().stats(state.options().retirement_capacity));
+        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kStatsMinSize,
+                                             "tf_retirement_stats_init");
+        if (st != TF_OK) return st;
+        tf_retirement_stats s;
+        if (!state.retirements().stats(state.options().retirement_capacity, state.forked(), &s))
+            return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+                           "this process was forked while another thread held the runtime's "
+                           "retirement lock; its counters cannot be read here");
+        tf::copy_out_sized(out, s);
         return TF_OK;
     });
 }

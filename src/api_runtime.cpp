@@ -16,10 +16,9 @@ constexpr size_t kDeviceInfoMinSize = offsetof(tf_device_properties, ordinal) + 
 // Validates a caller's options into `out` (which starts at the defaults).
 tf_status read_options(const char *op, const tf_runtime_options *in, tf::RuntimeOptions *out) {
     if (!in) return TF_OK;
-    if (in->struct_size < kOptionsMinSize)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                       "options->struct_size %u is too small; call tf_runtime_options_init first",
-                       static_cast<unsigned>(in->struct_size));
+    tf_status st = tf::check_struct_size(op, "options", in->struct_size, kOptionsMinSize,
+                                         "tf_runtime_options_init");
+    if (st != TF_OK) return st;
     tf_runtime_options opts;
     tf_runtime_options_init(&opts, sizeof opts);
     if (!tf::copy_in_sized(in, &opts))
@@ -133,10 +132,9 @@ TF_API tf_status tf_runtime_device_info(const tf_runtime *rt, tf_device_properti
     static const char op[] = "tf_runtime_device_info";
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         TF_REQUIRE_OUT(op, out);
-        if (out->struct_size < kDeviceInfoMinSize)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
-                           "out->struct_size %u is too small; call tf_device_properties_init first",
-                           static_cast<unsigned>(out->struct_size));
+        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kDeviceInfoMinSize,
+                                             "tf_device_properties_init");
+        if (st != TF_OK) return st;
         tf::copy_out_sized(out, state.info());
         return TF_OK;
     });

@@ -2,11 +2,10 @@
 // TF_ERROR_CALLBACK; nothing the callback throws leaves the library.
 #pragma once
 
-#include <cxxabi.h>
-
 #include <exception>
 
 #include "error.h"
+#include "unwind.h"
 
 namespace tf {
 
@@ -17,12 +16,11 @@ template <class Body>
 tf_status catch_callback(const char *op, Body &&body) {
     try {
         body();
-    } catch (abi::__forced_unwind &) {
-        throw;  // thread cancellation keeps unwinding
     } catch (const std::exception &e) {
         return fail(TF_ERROR_CALLBACK, op, "callback", TF_CODE_NONE, 0,
                     "callback threw a C++ exception: %s", e.what());
     } catch (...) {
+        if (foreign_unwinding()) throw;  // thread cancellation keeps unwinding
         return fail(TF_ERROR_CALLBACK, op, "callback", TF_CODE_NONE, 0,
                     "callback threw an exception of unknown type");
     }

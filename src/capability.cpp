@@ -20,7 +20,9 @@ bool supports(const tf::RuntimeState &state, int32_t capability) {
         // Depends on the pair of devices: asked per pair, never here.
         case TF_CAP_PEER_COPY: return false;
         case TF_CAP_STREAM_ORDERED_ALLOC: {
-            bool pools = false;  // a failed query answers "no"
+            // A failed query answers "no", and is not this call's failure.
+            tf::KeepLastError keep;
+            bool pools = false;
             return tf::memory_pools_supported(state, "tf_runtime_supports", &pools) == TF_OK &&
                    pools;
         }

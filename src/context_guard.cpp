@@ -5,14 +5,17 @@
 
 namespace tf {
 
-tf_status ContextScope::enter(const DriverApi &api, CUcontext target, const char *op) {
-    if (!api.cuCtxGetCurrent) return fail_missing(op, "cuCtxGetCurrent");
-    if (!api.cuCtxSetCurrent) return fail_missing(op, "cuCtxSetCurrent");
-    CUcontext current = nullptr;
-    CUresult r = api.cuCtxGetCurrent(&current);
-    if (r != CUDA_SUCCESS) return fail_cuda(api, op, "cuCtxGetCurrent", r);
-    if (current == target) return TF_OK;  // fast path: one driver call
-    r = api.cuCtxSetCurrent(target);
+tf_status ContextScope::fail_missing_entry(const DriverApi &api, const char *op) {
+    return fail_missing(op, api.cuCtxGetCurrent ? "cuCtxSetCurrent" : "cuCtxGetCurrent");
+}
+
+tf_status ContextScope::fail_read(const DriverApi &api, const char *op, CUresult r) {
+    return fail_cuda(api, op, "cuCtxGetCurrent", r);
+}
+
+tf_status ContextScope::switch_from(const DriverApi &api, CUcontext current, CUcontext target,
+                                    const char *op) {
+    CUresult r = api.cuCtxSetCurrent(target);
     if (r != CUDA_SUCCESS) {
         tf_status st = fail_cuda(api, op, "cuCtxSetCurrent", r);
         // The failed call may still have changed the current context; put
@@ -31,12 +34,12 @@ tf_status ContextScope::enter(const DriverApi &api, CUcontext target, const char
     api_ = &api;
     op_ = op;
     saved_ = current;
-    switched_ = true;
+    exit_ = Exit::restore;
     return TF_OK;
 }
 
 void ContextScope::restore() {
-    switched_ = false;
+    exit_ = Exit::none;
     CUresult r = api_->cuCtxSetCurrent(saved_);
     if (r == CUDA_SUCCESS) return;
     // Teardown at process exit may find the driver already gone: nobody is

@@ -92,7 +92,9 @@ public:
     // device copy's time) finds them awake.  No system call when none sleeps.
     void wake();
     // Offers the job's pieces to the threads and returns at once.  The
-    // caller must finish() the job before it goes out of scope.
+    // caller must finish() the job before it goes out of scope, also when
+    // its thread is cancelled: callers hold cancellation off
+    // (DeferCancellation) from post() to finish().
     void post(CopyJob &job);
     // Runs the job's unclaimed pieces on the calling thread, waits for those
     // the threads took, and takes the job off the board.  Works for a job

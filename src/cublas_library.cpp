@@ -6,7 +6,7 @@
 namespace tf {
 namespace {
 
-LoadedVendor<CublasApi> load_once() {
+LoadedVendor<CublasApi> open_cublas() {
     static const char *const kSonames[] = {"libcublas.so.13", "libcublas.so.12", nullptr};
     LoadedVendor<CublasApi> r{};
     r.lib = open_vendor_library({"cuBLAS", kCublasPathEnv, kSonames});
@@ -27,17 +27,18 @@ LoadedVendor<CublasApi> load_once() {
     return r;
 }
 
-const LoadedVendor<CublasApi> &loaded() {
-    // Thread-safe lazy initialisation; trivially destructible.
-    static const LoadedVendor<CublasApi> result = load_once();
-    return result;
+// Written once under cuBLAS's LoadOnce; trivially destructible.
+LoadedVendor<CublasApi> g_loaded;
+
+const LoadedVendor<CublasApi> *loaded() {
+    return load_vendor(Loaded::cublas, &g_loaded, open_cublas);
 }
 
 }  // namespace
 
-const CublasApi *load_cublas(const char *op) { return loaded().require(op); }
+const CublasApi *load_cublas(const char *op) { return require_vendor(loaded(), op, "cuBLAS"); }
 
-bool cublas_loadable() { return loaded().lib.status == TF_OK; }
+bool cublas_loadable() { return vendor_loadable(loaded()); }
 
 const char *cublas_status_name(const CublasApi &api, int32_t status) {
     const char *name = api.status_name ? api.status_name(static_cast<cublasStatus_t>(status))

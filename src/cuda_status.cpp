@@ -38,13 +38,19 @@ const char *describe_cuda(const DriverApi &api, CUresult r, char *buf, size_t ca
 }
 
 tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r) {
+    return fail_cuda(api, op, call, r, nullptr);
+}
+
+tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r,
+                    const char *consequence) {
     char what[96];
     describe_cuda(api, r, what, sizeof what);
     const char *text = nullptr;
     if (!api.cuGetErrorString || api.cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
         text = "no description";
     return fail(status_for_cuda(r), op, call, TF_CODE_CUDA, static_cast<int32_t>(r),
-                "%s failed: %s: %s", call, what, text);
+                "%s failed: %s: %s%s%s", call, what, text, consequence ? "; " : "",
+                consequence ? consequence : "");
 }
 
 tf_status fail_missing(const char *op, const char *call) {

@@ -16,6 +16,9 @@ tf_status status_for_cuda(CUresult r);
 // status_for_cuda(r).
 tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r)
     __attribute__((cold, noinline));
+// The same, with "; <consequence>" appended to the message.
+tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r,
+                    const char *consequence) __attribute__((cold, noinline));
 
 // Records that the driver lacks entry point `call`; TF_ERROR_NOT_SUPPORTED.
 tf_status fail_missing(const char *op, const char *call) __attribute__((cold, noinline));

@@ -66,15 +66,11 @@ tf_status describe_device(const DriverApi &api, const char *op, int32_t ordinal,
 }
 
 std::string list_devices(const DriverApi &api) {
-    ErrorSnapshot saved;
-    save_error(&saved);
+    KeepLastError keep;  // part of another failure's message, never one itself
     std::string text;
     int32_t count = 0;
-    if (count_devices(api, "list_devices", &count) != TF_OK) {
-        text = std::string("device discovery failed too: ") + current_error().message;
-        restore_error(saved);
-        return text;
-    }
+    if (count_devices(api, "list_devices", &count) != TF_OK)
+        return std::string("device discovery failed too: ") + current_error().message;
     text = std::to_string(count) + (count == 1 ? " device" : " devices");
     if (count == 0) text = "no devices";
     for (int32_t i = 0; i < count; ++i) {
@@ -88,7 +84,6 @@ std::string list_devices(const DriverApi &api) {
         text += (i ? ", " : ": ") + std::to_string(i) + " \"" + info.name + "\" " +
                 uuid_text(info.uuid);
     }
-    restore_error(saved);
     return text;
 }
 

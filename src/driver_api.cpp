@@ -8,12 +8,13 @@
 #include "cuda_status.h"
 #include "env.h"
 #include "error.h"
+#include "load_once.h"
 
 namespace tf {
 namespace {
 
-// Zero-initialised; filled once by load_once() under the function-local
-// static's initialisation guard, read-only afterwards.
+// Zero-initialised; filled once by open_driver_api() under the driver's
+// LoadOnce (fork-safe), read-only afterwards.
 DriverApi g_api;
 std::atomic<bool> g_initialized{false};
 
@@ -50,7 +51,7 @@ void *open_driver(LoadResult *failure) {
     return handle;
 }
 
-LoadResult load_once() {
+LoadResult open_driver_api() {
     LoadResult failure{};
     void *handle = open_driver(&failure);
     if (!handle) return failure;
@@ -91,12 +92,18 @@ LoadResult load_once() {
     return LoadResult{&g_api, TF_OK, "", {0}};
 }
 
+// Written once under the driver's LoadOnce; trivially destructible, so
+// nothing runs at exit.
+LoadResult g_result;
+
 }  // namespace
 
 const DriverApi *load_driver(const char *op) {
-    // Thread-safe lazy initialisation; LoadResult is trivially destructible,
-    // so nothing runs at exit.
-    static const LoadResult result = load_once();
+    if (!load_once(Loaded::driver).run([] { g_result = open_driver_api(); })) {
+        fail_lost_load(op, "the CUDA driver");
+        return nullptr;
+    }
+    const LoadResult &result = g_result;
     if (!result.api) {
         tf::fail(result.status, op, result.call, TF_CODE_NONE, 0, "%s", result.detail);
         return nullptr;

@@ -65,9 +65,9 @@ TF_API tf_status tf_last_error(tf_error_info *out) {
     if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
     // Older callers may pass a shorter struct: copy only what they have.
     const size_t min_size = offsetof(tf_error_info, status) + sizeof(tf_status);
-    if (out->struct_size < min_size)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out->struct_size %u is too small",
-                       static_cast<unsigned>(out->struct_size));
+    tf_status st = tf::check_struct_size(op, "out", out->struct_size, min_size,
+                                         "tf_error_info_init");
+    if (st != TF_OK) return st;
     const size_t n = out->struct_size < sizeof(tf_error_info) ? out->struct_size
                                                               : sizeof(tf_error_info);
     const uint32_t caller_size = out->struct_size;

@@ -28,6 +28,21 @@ struct ErrorSnapshot {
 void save_error(ErrorSnapshot *out);
 void restore_error(const ErrorSnapshot &saved);
 
+// INVARIANT: a call that returns TF_OK leaves the thread's record as it
+// was.  Work whose failure a successful call swallows (a probe that answers
+// "no", teardown, a release with nobody to report to) runs under this
+// guard, which puts the record back when it goes.
+class KeepLastError {
+public:
+    KeepLastError() { save_error(&saved_); }
+    ~KeepLastError() { restore_error(saved_); }
+    KeepLastError(const KeepLastError &) = delete;
+    KeepLastError &operator=(const KeepLastError &) = delete;
+
+private:
+    ErrorSnapshot saved_;
+};
+
 }  // namespace tf
 
 namespace tf {

@@ -2,13 +2,24 @@
 
 #include <pthread.h>
 
+#include "load_once.h"
+#include "log.h"
+#include "runtime_handle.h"
+
 namespace tf {
 
 std::atomic<uint32_t> g_fork_generation{0};
 
 namespace {
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
-void on_fork_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
+
+void on_fork_child() {
+    g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+    log_after_fork_child();
+    quarantine_after_fork_child();
+    loads_after_fork_child();
+}
+
 // glibc removes handlers registered by a shared object when it is unloaded.
 void install() { pthread_atfork(nullptr, nullptr, on_fork_child); }
 }  // namespace

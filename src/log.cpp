@@ -4,7 +4,8 @@
 // called again.  Calls hold a shared lock while they run the callback and the
 // setter takes it exclusively, so the setter waits for calls in progress.  A
 // callback that calls the setter would deadlock; a thread-local flag turns
-// that into TF_ERROR_RUNTIME_STATE.
+// that into TF_ERROR_RUNTIME_STATE.  A forked child gets a new lock
+// (fork_guard.h): the callbacks that held it run on threads it lacks.
 #include "log.h"
 
 #include <pthread.h>
@@ -14,6 +15,8 @@
 
 #include "api_guard.h"
 #include "error.h"
+#include "fork_guard.h"
+#include "unwind.h"
 
 namespace tf {
 namespace {
@@ -26,7 +29,13 @@ thread_local bool t_in_callback = false;
 
 }  // namespace
 
+void log_after_fork_child() {
+    pthread_rwlock_init(&g_lock, nullptr);
+    if (t_in_callback) pthread_rwlock_rdlock(&g_lock);  // fork() inside a log callback
+}
+
 void log(int32_t level, const char *fmt, ...) {
+    install_fork_handler();  // before the log lock can first be held
     char line[1024];
     va_list args;
     va_start(args, fmt);
@@ -38,11 +47,12 @@ void log(int32_t level, const char *fmt, ...) {
         t_in_callback = true;
         try {
             g_fn(level, line, g_user_data);
-        } catch (abi::__forced_unwind &) {
-            t_in_callback = false;
-            pthread_rwlock_unlock(&g_lock);
-            throw;
         } catch (...) {
+            if (foreign_unwinding()) {  // cancellation keeps unwinding
+                t_in_callback = false;
+                pthread_rwlock_unlock(&g_lock);
+                throw;
+            }
             // A log callback that throws loses its message, nothing else.
         }
         t_in_callback = false;
@@ -60,6 +70,7 @@ extern "C" TF_API tf_status tf_set_log_callback(tf_log_fn fn, void *user_data) {
         if (tf::t_in_callback)
             return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
                            "called from inside a log callback, which would deadlock");
+        tf::install_fork_handler();  // before the log lock can first be held
         pthread_rwlock_wrlock(&tf::g_lock);
         tf::g_fn = fn;
         tf::g_user_data = user_data;

@@ -11,4 +11,8 @@ namespace tf {
 // with the "tenferro-gpu: " prefix.  Never fails, never throws.
 void log(int32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Fork child handler (fork_guard.h): a new log lock, held shared again if
+// this thread forked from inside a log callback.
+void log_after_fork_child();
+
 }  // namespace tf

@@ -6,7 +6,7 @@
 namespace tf {
 namespace {
 
-LoadedVendor<NvrtcApi> load_once() {
+LoadedVendor<NvrtcApi> open_nvrtc() {
     static const char *const kSonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", nullptr};
     LoadedVendor<NvrtcApi> r{};
     r.lib = open_vendor_library({"NVRTC", kNvrtcPathEnv, kSonames});
@@ -28,16 +28,16 @@ LoadedVendor<NvrtcApi> load_once() {
     return r;
 }
 
-const LoadedVendor<NvrtcApi> &loaded() {
-    static const LoadedVendor<NvrtcApi> result = load_once();  // thread-safe, trivially destructible
-    return result;
-}
+// Written once under NVRTC's LoadOnce; trivially destructible.
+LoadedVendor<NvrtcApi> g_loaded;
+
+const LoadedVendor<NvrtcApi> *loaded() { return load_vendor(Loaded::nvrtc, &g_loaded, open_nvrtc); }
 
 }  // namespace
 
-const NvrtcApi *load_nvrtc(const char *op) { return loaded().require(op); }
+const NvrtcApi *load_nvrtc(const char *op) { return require_vendor(loaded(), op, "NVRTC"); }
 
-bool nvrtc_loadable() { return loaded().lib.status == TF_OK; }
+bool nvrtc_loadable() { return vendor_loadable(loaded()); }
 
 const char *nvrtc_result_name(const NvrtcApi &api, nvrtcResult r) {
     const char *name = api.error_string(r);

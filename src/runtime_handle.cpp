@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "fork_guard.h"
+
 namespace tf {
 namespace {
 
@@ -15,6 +17,7 @@ tf_runtime *g_quarantine[kQuarantine];
 size_t g_quarantine_next = 0;
 
 void quarantine(tf_runtime *rt) {
+    install_fork_handler();  // before the quarantine lock can first be held
     pthread_mutex_lock(&g_quarantine_lock);
     tf_runtime *evicted = g_quarantine[g_quarantine_next];
     g_quarantine[g_quarantine_next] = rt;
@@ -36,6 +39,12 @@ __attribute__((destructor)) void free_quarantine() {
 }
 
 }  // namespace
+
+void quarantine_after_fork_child() {
+    // A thread that held it does not exist here; at worst one dead shell of
+    // its update stays unfreed.
+    pthread_mutex_init(&g_quarantine_lock, nullptr);
+}
 
 tf_runtime *make_handle(std::shared_ptr<RuntimeState> state, int32_t bound_slot) {
     tf_runtime *rt = new tf_runtime;

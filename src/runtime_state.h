@@ -55,10 +55,14 @@ public:
     // TF_OK unless this is a forked child of the creating process or the
     // device reported a sticky fault; then records why.
     tf_status check_usable(const char *op) const {
-        if (fork_generation_ != fork_generation()) return fail_forked(op);
+        if (forked()) return fail_forked(op);
         if (fault_phase_.load(std::memory_order_acquire) == kFaultRecorded) return fail_faulted(op);
         return TF_OK;
     }
+
+    // Whether this process is a child forked from the one that created the
+    // runtime.
+    bool forked() const { return fork_generation_ != fork_generation(); }
 
     // After a call failed with TF_ERROR_DEVICE_FAULT: remember the thread's
     // last error as the reason every later call refuses.

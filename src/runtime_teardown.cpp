@@ -34,9 +34,8 @@ RuntimeState::~RuntimeState() {
 }
 
 void RuntimeState::teardown() {
-    ErrorSnapshot saved;  // teardown never changes the caller's last error
-    save_error(&saved);
-    if (fork_generation_ != fork_generation()) {
+    KeepLastError keep;  // teardown never changes the caller's last error
+    if (forked()) {
         // A forked child: the context and streams belong to the parent.
         primary_.abandon();
         return;
@@ -46,7 +45,8 @@ void RuntimeState::teardown() {
     ContextScope scope;
     scope.quiet_when_deinitialized();
     if (any_stream && !faulted()) {
-        if (scope.enter(*api_, context(), kOp) != TF_OK) {
+        // Pending releases run below: caller code.
+        if (scope.enter_for_caller_code(*api_, context(), kOp) != TF_OK) {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);
@@ -56,7 +56,6 @@ void RuntimeState::teardown() {
     }
     primary_.release();
     scope.leave();
-    restore_error(saved);
 }
 
 bool RuntimeState::synchronize_all_streams() {

@@ -90,13 +90,10 @@ tf_status tf::release_shared(const char *op, T *obj, uint64_t live, const char *
 template <class Destroy>
 void tf::destroy_in_context(RuntimeState &state, const char *op, const char *call,
                             Destroy destroy) {
-    ErrorSnapshot saved;
-    save_error(&saved);
+    KeepLastError keep;  // a destroy's failure is logged, never the caller's
     ContextScope scope;
     if (enter_for_destroy(state, op, &scope)) {
         CUresult r = destroy();
         if (r != CUDA_SUCCESS) log_destroy_failure(state, op, call, r);
     }
-    scope.leave();
-    restore_error(saved);
 }

@@ -5,6 +5,7 @@
 
 #include "cuda_status.h"
 #include "fresh_pages.h"
+#include "thread_cancel.h"
 #include "transfer_options.h"
 
 namespace tf {
@@ -123,6 +124,10 @@ tf_status run_download_plan(const DriverApi &api, const char *op, CUstream strea
 
 tf_status download_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
                           uint64_t src, void *dst, size_t len) {
+    // Each step's copy job lives in this frame while the copy threads may
+    // hold it, and the staging ring must not be left to a dead download:
+    // cancellation waits until the download returns.
+    DeferCancellation no_cancel;
     const unsigned threads = download_threads(state.options());
     // Started before anything is queued: it may throw std::bad_alloc.
     CopyPool *pool = threads > 1 ? &state.transfers().pool(threads, op) : nullptr;

@@ -26,7 +26,8 @@ constexpr size_t kStagedDownloadAbove = size_t(64) << 10;
 // Copies [src, src + len) into pageable `dst` on `stream` (the stream of
 // `slot`, with the primary context current), taking the slot lock.  On
 // failure the ring is abandoned (leaked) and `dst` may be partly written;
-// no host thread touches `dst` once this returns.
+// no host thread touches `dst` once this returns.  Thread cancellation is
+// deferred until it returns.
 tf_status download_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
                           uint64_t src, void *dst, size_t len);
 

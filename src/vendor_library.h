@@ -6,6 +6,7 @@
 // dlsym on that handle.  Nothing links against it.
 #pragma once
 
+#include "load_once.h"
 #include "tenferro_gpu.h"
 
 namespace tf {
@@ -50,6 +51,31 @@ struct LoadedVendor {
         return nullptr;
     }
 };
+
+// The process's one load of a vendor library: `open` runs once under the
+// fork-safe LoadOnce `which` and its outcome is kept in `slot`.  NULL when
+// a fork lost the load (load_once.h).
+template <class Api, class Open>
+const LoadedVendor<Api> *load_vendor(Loaded which, LoadedVendor<Api> *slot, Open open) {
+    return load_once(which).run([&] { *slot = open(); }) ? slot : nullptr;
+}
+
+// The table of a load_vendor() outcome for `op`, or NULL after recording
+// why there is none (`what`, "cuBLAS", names the library).
+template <class Api>
+const Api *require_vendor(const LoadedVendor<Api> *loaded, const char *op, const char *what) {
+    if (!loaded) {
+        fail_lost_load(op, what);
+        return nullptr;
+    }
+    return loaded->require(op);
+}
+
+// Whether a load_vendor() outcome is usable; records nothing.
+template <class Api>
+bool vendor_loadable(const LoadedVendor<Api> *loaded) {
+    return loaded && loaded->lib.status == TF_OK;
+}
 
 // Fills a table member from dlsym (the bits of a data pointer copied into a
 // function pointer, which ISO C++ does not convert directly).

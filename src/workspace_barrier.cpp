@@ -9,8 +9,7 @@ namespace tf {
 // queued before it all complete here; other slots are only polled (their
 // finished retirements run, nothing waits for them).
 tf_status after_barrier(RuntimeState &state, const char *op) {
-    CUresult r = state.retirements().poll(state.api(), op);
-    return r == CUDA_SUCCESS ? TF_OK : fail_cuda(state.api(), op, "cuStreamSynchronize", r);
+    return state.retirements().poll(state.api(), op);
 }
 
 }  // namespace tf

@@ -1,11 +1,14 @@
 #include "workspace_retirement.h"
 
+#include <cstdio>
 #include <new>
 
 #include "callback.h"
+#include "context_guard.h"
 #include "cuda_status.h"
 #include "error.h"
 #include "log.h"
+#include "thread_cancel.h"
 
 namespace tf {
 namespace {
@@ -14,20 +17,81 @@ CUresult query(const DriverApi &api, CUevent e) {
     return api.cuEventQuery ? api.cuEventQuery(e) : CUDA_ERROR_NOT_FOUND;
 }
 
+CUresult wait_for(const DriverApi &api, CUstream stream) {
+    return api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
+}
+
 void destroy_event(const DriverApi &api, CUevent e) {
-    if (api.cuEventDestroy) api.cuEventDestroy(e);
+    if (e && api.cuEventDestroy) api.cuEventDestroy(e);
+}
+
+// TF_ERROR_CUDA (or the status of the wait's result) naming the failed wait
+// and what leaked; TF_OK when nothing did.
+tf_status report(const DriverApi &api, const char *op, const RetirementLeaks &leaks) {
+    if (leaks.count == 0) return TF_OK;
+    char consequence[160];
+    std::snprintf(consequence, sizeof consequence,
+                  "%llu retired resource%s leaked (the first: %p): neither its event nor its "
+                  "stream proved the device done with it",
+                  static_cast<unsigned long long>(leaks.count), leaks.count == 1 ? "" : "s",
+                  leaks.first);
+    return fail_cuda(api, op, "cuStreamSynchronize", leaks.first_result, consequence);
 }
 
 }  // namespace
 
-void run_release(const char *op, const Retirement &r) {
-    ErrorSnapshot saved;  // a release has no caller to report to: log instead
-    save_error(&saved);
+void run_release(const DriverApi &api, const char *op, const Retirement &r) {
+    KeepLastError keep_error;  // a release has no caller to report to: log instead
+    // The primary context is current; a release that moves the thread is
+    // undone before the library goes on (more releases, stream waits).
+    ContextScope keep_context;
+    keep_context.hold(api, op);
     if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
         log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
             r.resource);
-    restore_error(saved);
 }
+
+// Progress through a Found.  When the thread unwinds before the end (a
+// release was cancelled, or called pthread_exit), the destructor counts what
+// was left as leaked: releases counted but never started, and failed entries
+// whose wait never returned (their events are destroyed).
+class RetirementQueue::Resolution {
+public:
+    Resolution(RetirementQueue &queue, const DriverApi &api, const char *op, Found &found)
+        : queue_(queue), api_(api), op_(op), found_(found) {}
+    Resolution(const Resolution &) = delete;
+    Resolution &operator=(const Resolution &) = delete;
+    ~Resolution() {
+        const size_t never_started =
+            found_.done.size() - done + found_.last.size() - last;
+        const size_t unresolved = found_.failed.size() - failed;
+        if (never_started + unresolved != 0) count_dropped(never_started, unresolved);
+    }
+
+    size_t done = 0, failed = 0, last = 0;  // entries begun (released or resolved)
+
+private:
+    void count_dropped(size_t never_started, size_t unresolved) {
+        DeferCancellation no_cancel;  // unwinding: none may act again in here
+        for (size_t i = failed; i < found_.failed.size(); ++i)
+            destroy_event(api_, found_.failed[i].event);
+        {
+            std::lock_guard<std::mutex> hold(queue_.mutex_);
+            queue_.stats_.released -= never_started;
+            queue_.stats_.in_flight -= unresolved;
+            queue_.stats_.leaked += never_started + unresolved;
+        }
+        log(TF_LOG_WARNING,
+            "%s: leaking %zu retired resource%s whose release never ran: the thread unwound "
+            "(cancelled, or a release exited the thread) before running it",
+            op_, never_started + unresolved, never_started + unresolved == 1 ? "" : "s");
+    }
+
+    RetirementQueue &queue_;
+    const DriverApi &api_;
+    const char *op_;
+    Found &found_;
+};
 
 // A pooled event, or a new one; NULL if none can be made.
 CUevent RetirementQueue::take_event_locked(const DriverApi &api) {
@@ -43,21 +107,22 @@ CUevent RetirementQueue::take_event_locked(const DriverApi &api) {
 }
 
 void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
-    // Reserved up front so that moving entries out cannot throw half-way.
-    found->done.reserve(stats_.in_flight);
+    // Reserved up front (with room for a barrier fallback's own) so that
+    // moving entries out cannot throw half-way.
+    found->done.reserve(stats_.in_flight + 1);
     found->failed.reserve(stats_.in_flight);
+    found->last.reserve(1);
     for (std::deque<Entry> &q : slots_) {
         while (!q.empty()) {
             CUresult r = query(api, q.front().event);
             if (r == CUDA_ERROR_NOT_READY) break;  // later events of this stream neither
             Entry e = q.front();
             q.pop_front();
-            --stats_.in_flight;
             if (r != CUDA_SUCCESS) {
-                ++stats_.barrier_fallbacks;
-                found->failed.push_back(e);
+                found->failed.push_back(e);  // in flight until its stream wait returns
                 break;
             }
+            --stats_.in_flight;
             ++stats_.released;
             found->done.push_back(e);
             try {
@@ -69,34 +134,36 @@ void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
     }
 }
 
-// Waits for `stream`, then releases `r`; if the wait fails, `r` leaks.
-static CUresult wait_then_release(const DriverApi &api, const char *op, CUstream stream,
-                                  const Retirement &r, std::mutex &mutex,
-                                  tf_retirement_stats &stats) {
-    CUresult w = api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
-    {
-        std::lock_guard<std::mutex> hold(mutex);
-        ++(w == CUDA_SUCCESS ? stats.released : stats.leaked);
-    }
-    if (w == CUDA_SUCCESS) run_release(op, r);
-    return w;
-}
-
-CUresult RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
-    for (const Entry &e : found->done) run_release(op, e.r);
-    CUresult first = CUDA_SUCCESS;
-    for (const Entry &e : found->failed) {
+RetirementLeaks RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
+    Resolution progress(*this, api, op, *found);
+    while (progress.done < found->done.size())
+        run_release(api, op, found->done[progress.done++].r);
+    RetirementLeaks leaks;
+    while (progress.failed < found->failed.size()) {
+        Entry &e = found->failed[progress.failed];
         destroy_event(api, e.event);  // its state is unknown: never reused
-        CUresult w = wait_then_release(api, op, e.stream, e.r, mutex_, stats_);
-        if (w == CUDA_SUCCESS) continue;
-        if (first == CUDA_SUCCESS) first = w;
+        e.event = nullptr;
+        CUresult w = wait_for(api, e.stream);
+        {
+            std::lock_guard<std::mutex> hold(mutex_);
+            --stats_.in_flight;
+            ++(w == CUDA_SUCCESS ? stats_.released : stats_.leaked);
+        }
+        ++progress.failed;
+        if (w == CUDA_SUCCESS) {
+            run_release(api, op, e.r);
+            continue;
+        }
+        leaks.add(e.r.resource, w);
         char what[96];
         log(TF_LOG_WARNING,
             "%s: leaking retired resource %p: neither its event (cuEventQuery) nor its stream "
             "(cuStreamSynchronize: %s) proved the device done with it",
             op, e.r.resource, describe_cuda(api, w, what, sizeof what));
     }
-    return first;
+    while (progress.last < found->last.size())
+        run_release(api, op, found->last[progress.last++].r);
+    return leaks;
 }
 
 tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot_count,
@@ -122,44 +189,66 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
         if (queued) {
             ++stats_.deferred;
             if (++stats_.in_flight > stats_.max_in_flight) stats_.max_in_flight = stats_.in_flight;
-        } else {
-            ++stats_.barrier_fallbacks;
         }
     }
-    finish(api, op, &found);  // older releases first: retirement order
-    if (queued) return TF_OK;
-    return barrier_fallback(api, op, stream, r);
+    RetirementLeaks earlier = finish(api, op, &found);  // older releases first
+    tf_status st = queued ? TF_OK : barrier_fallback(api, op, stream, r, &earlier);
+    if (earlier.count != 0) {
+        // Not this call's status, which is about the caller's own resource:
+        // the next poll or sync reports them.
+        std::lock_guard<std::mutex> hold(mutex_);
+        unreported_.add(earlier);
+    }
+    return st;
 }
 
 // Waits for the caller's stream instead of queueing `r`.  The wait also
 // passed this slot's older retirements; they are released first, so the
 // slot's releases stay in retirement order.
 tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
-                                            const Retirement &r) {
-    CUresult w = api.cuStreamSynchronize ? api.cuStreamSynchronize(stream) : CUDA_ERROR_NOT_FOUND;
+                                            const Retirement &r, RetirementLeaks *earlier) {
+    CUresult w = wait_for(api, stream);
     if (w != CUDA_SUCCESS) {
         {
             std::lock_guard<std::mutex> hold(mutex_);
+            ++stats_.barrier_fallbacks;
             ++stats_.leaked;
         }
         return fail_cuda(api, op, "cuStreamSynchronize", w);
     }
-    poll(api, op);
+    Found found;
     {
         std::lock_guard<std::mutex> hold(mutex_);
+        collect_locked(api, &found);
+        ++stats_.barrier_fallbacks;
         ++stats_.released;
+        found.last.push_back(Entry{r, nullptr, stream});
     }
-    run_release(op, r);
+    earlier->add(finish(api, op, &found));
     return TF_OK;
 }
 
-CUresult RetirementQueue::poll(const DriverApi &api, const char *op) {
+RetirementLeaks RetirementQueue::take_unreported() {
+    std::lock_guard<std::mutex> hold(mutex_);
+    RetirementLeaks taken = unreported_;
+    unreported_ = RetirementLeaks{};
+    return taken;
+}
+
+tf_status RetirementQueue::poll(const DriverApi &api, const char *op) {
     Found found;
     {
         std::lock_guard<std::mutex> hold(mutex_);
         collect_locked(api, &found);
     }
-    return finish(api, op, &found);
+    RetirementLeaks found_now = finish(api, op, &found);
+    RetirementLeaks leaks = take_unreported();  // the older ones first
+    leaks.add(found_now);
+    return report(api, op, leaks);
+}
+
+tf_status RetirementQueue::report_unreported(const DriverApi &api, const char *op) {
+    return report(api, op, take_unreported());
 }
 
 void RetirementQueue::release_all(const DriverApi &api) {
@@ -177,7 +266,7 @@ void RetirementQueue::release_all(const DriverApi &api) {
     }
     // Every stream was synchronized: each recorded point has been passed.
     for (const Entry &e : pending) {
-        run_release("tf_runtime_release", e.r);
+        run_release(api, "tf_runtime_release", e.r);
         events.push_back(e.event);
     }
     for (CUevent e : events) {
@@ -190,12 +279,17 @@ void RetirementQueue::release_all(const DriverApi &api) {
     }
 }
 
-tf_retirement_stats RetirementQueue::stats(uint32_t capacity) const {
-    std::lock_guard<std::mutex> hold(mutex_);
-    tf_retirement_stats s = stats_;
-    s.struct_size = sizeof s;
-    s.capacity = capacity;
-    return s;
+bool RetirementQueue::stats(uint32_t capacity, bool forked_child,
+                            tf_retirement_stats *out) const {
+    std::unique_lock<std::mutex> hold(mutex_, std::defer_lock);
+    if (!forked_child)
+        hold.lock();
+    else if (!hold.try_lock())
+        return false;
+    *out = stats_;
+    out->struct_size = sizeof *out;
+    out->capacity = capacity;
+    return true;
 }
 
 }  // namespace tf

@@ -449,6 +449,92 @@ static void bad_arguments_get_their_status_and_message(void **state) {
     assert_null(raw_current_context());
 }
 
+/* ---- struct sizes above TF_MAX_STRUCT_SIZE ---------------------------------
+ * A struct_size that large is garbage: every call that reads or writes a
+ * struct refuses it before touching a byte past the struct. */
+
+/* Room for a struct whose struct_size is one past the bound; zero beyond
+ * what the *_init wrote, so only the size itself can be wrong. */
+static unsigned char oversized[TF_MAX_STRUCT_SIZE + 64];
+typedef void (*any_init)(void *, size_t);
+
+static tf_status oversized_options(void) {
+    return tf_runtime_new_with_options(0, (tf_runtime_options *)oversized, &out_rt);
+}
+static tf_status oversized_last_error(void) { return tf_last_error((tf_error_info *)oversized); }
+static tf_status oversized_device_info(void) {
+    return tf_device_info(0, (tf_device_properties *)oversized);
+}
+static tf_status oversized_runtime_device_info(void) {
+    return tf_runtime_device_info(fx.rt, (tf_device_properties *)oversized);
+}
+static tf_status oversized_stats(void) {
+    return tf_workspace_stats(fx.rt, (tf_retirement_stats *)oversized);
+}
+static tf_status oversized_launch(void) {
+    tf_launch_config *c = (tf_launch_config *)oversized;
+    c->block_z = 0; /* were the size accepted, the launch would still be refused */
+    return tf_kernel_launch(fx.rt, fx.function, c, NULL);
+}
+static tf_status oversized_compile(void) {
+    return tf_program_compile(fx.rt, kSource, (tf_compile_options *)oversized, &out_program);
+}
+
+static const struct {
+    const char *op;
+    tf_status (*call)(void);
+    any_init init;
+    size_t size;
+    const char *name;
+    int writes; /* an output struct: its bytes must stay as they were */
+} oversized_calls[] = {
+    {"tf_runtime_new_with_options", oversized_options, (any_init)tf_runtime_options_init,
+     sizeof(tf_runtime_options), "options", 0},
+    {"tf_last_error", oversized_last_error, (any_init)tf_error_info_init, sizeof(tf_error_info),
+     "out", 1},
+    {"tf_device_info", oversized_device_info, (any_init)tf_device_properties_init,
+     sizeof(tf_device_properties), "out", 1},
+    {"tf_runtime_device_info", oversized_runtime_device_info, (any_init)tf_device_properties_init,
+     sizeof(tf_device_properties), "out", 1},
+    {"tf_workspace_stats", oversized_stats, (any_init)tf_retirement_stats_init,
+     sizeof(tf_retirement_stats), "out", 1},
+    {"tf_kernel_launch", oversized_launch, (any_init)tf_launch_config_init,
+     sizeof(tf_launch_config), "config", 0},
+    {"tf_program_compile", oversized_compile, (any_init)tf_compile_options_init,
+     sizeof(tf_compile_options), "options", 0},
+};
+
+static void check_oversized_refused(uint32_t size) {
+    char fragment[128];
+    unsigned char before[1024];
+    size_t i, j;
+    for (i = 0; i < sizeof oversized_calls / sizeof oversized_calls[0]; ++i) {
+        memset(oversized, 0, sizeof oversized);
+        oversized_calls[i].init(oversized, oversized_calls[i].size);
+        memcpy(oversized, &size, sizeof size);
+        memcpy(before, oversized, sizeof before);
+        out_rt = NULL, out_program = NULL;
+        snprintf(fragment, sizeof fragment, "%s->struct_size %u is over TF_MAX_STRUCT_SIZE (%d)",
+                 oversized_calls[i].name, (unsigned)size, TF_MAX_STRUCT_SIZE);
+        assert_failure(oversized_calls[i].call(), TF_ERROR_INVALID_ARGUMENT, oversized_calls[i].op,
+                       fragment, "initialised");
+        assert_null(out_rt);
+        assert_null(out_program);
+        if (oversized_calls[i].writes)
+            for (j = 0; j < sizeof before; ++j)
+                if (oversized[j] != before[j])
+                    fail_msg("%s wrote byte %zu of a refused struct", oversized_calls[i].op, j);
+    }
+}
+
+static void oversized_structs_are_refused(void **state) {
+    (void)state;
+    /* One past the bound first: zeros beyond it, so a library without the
+     * bound answers (wrongly) instead of reading past the buffer. */
+    check_oversized_refused(TF_MAX_STRUCT_SIZE + 1);
+    check_oversized_refused(UINT32_MAX); /* garbage: 4 GiB of the caller's memory */
+}
+
 /* Length 0 checks no pointer and does nothing, whatever the pointers are. */
 static void zero_lengths_check_nothing(void **state) {
     (void)state;
@@ -518,6 +604,7 @@ int main(void) {
         TF_TEST(null_object_is_an_invalid_argument),
         TF_TEST(foreign_object_is_an_invalid_argument),
         TF_TEST_FIXTURE(bad_arguments_get_their_status_and_message, fixture_up, fixture_down),
+        TF_TEST_FIXTURE(oversized_structs_are_refused, fixture_up, fixture_down),
         TF_TEST_FIXTURE(zero_lengths_check_nothing, fixture_up, fixture_down),
         TF_TEST_FIXTURE(slot_lock_reentry_is_refused, fixture_up, fixture_down),
     };

@@ -1,5 +1,6 @@
 /* tf_device_count, tf_device_info, tf_gpu_available: describing devices
  * creates no context and fails without partial results. */
+#include <stdio.h>
 #include <string.h>
 
 #include "support/test_support.h"
@@ -161,6 +162,57 @@ static void gpu_available_is_zero_when_sync_fails(void **state) {
     assert_int_equal(tf_gpu_available(), 1);
 }
 
+/* A successful call never changes the thread's last error, also when a
+ * step inside it failed and the call answered anyway. */
+static void set_known_error(void) {
+    tf_runtime_retain(NULL);
+}
+
+static int known_error_is_kept(void) {
+    return tf_last_error_status() == TF_ERROR_INVALID_ARGUMENT &&
+           strcmp(tf_last_error_operation(), "tf_runtime_retain") == 0 &&
+           strcmp(tf_last_error_call(), "") == 0;
+}
+
+static void gpu_available_failed_probe_keeps_last_error(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    set_known_error();
+    INJECT("cuDevicePrimaryCtxRetain", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_int_equal(tf_gpu_available(), 0);
+    assert_true(known_error_is_kept());
+    set_known_error();
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_int_equal(tf_gpu_available(), 0);
+    assert_true(known_error_is_kept());
+}
+
+/* A driver without devices refuses cuInit; the count is 0 and TF_OK, and
+ * the refusal is nobody's error.  cuInit runs until it succeeds once in a
+ * process, hence a child whose first call this is. */
+static int child_zero_devices_keep_last_error(void) {
+    int32_t n = 5;
+    tfd()->tfd_set_initialized(0);
+    tfd()->tfd_set_devices(0);
+    set_known_error();
+    SCENARIO_CHECK(tf_device_count(&n) == TF_OK);
+    SCENARIO_CHECK(n == 0);
+    SCENARIO_CHECK(tfd()->tfd_calls("cuInit") == 1);
+    SCENARIO_CHECK(known_error_is_kept());
+    return 0;
+}
+
+static void zero_devices_keep_last_error(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_int_equal(run_child("zero_devices_keep_last_error", NULL), 0);
+}
+
+static const struct child_scenario scenarios[] = {
+    {"zero_devices_keep_last_error", child_zero_devices_keep_last_error},
+    {NULL, NULL},
+};
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(count_and_describe),
@@ -173,6 +225,9 @@ int main(void) {
         TF_TEST(gpu_available_is_zero_without_devices),
         TF_TEST(gpu_available_is_zero_when_runtime_fails),
         TF_TEST(gpu_available_is_zero_when_sync_fails),
+        TF_TEST(gpu_available_failed_probe_keeps_last_error),
+        TF_TEST(zero_devices_keep_last_error),
     };
+    child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

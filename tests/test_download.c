@@ -5,7 +5,9 @@
  * through the double; what is leaked versus freed. */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1075,6 +1077,92 @@ static void download_options_are_validated(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* ---- thread cancellation -------------------------------------------------
+ * A thread cancelled while it downloads into pageable memory: the download
+ * runs to its end (cancellation is deferred until it returns), so no copy
+ * job of its frame is left with the copy threads, and the runtime serves
+ * other threads and its release afterwards.  The thread and the copy threads
+ * it starts share one CPU, so that the caller regularly sleeps waiting for a
+ * copy thread's piece (a cancellation point, were it not deferred). */
+enum { CANCEL_ROUNDS = 6, CANCEL_BYTES = 48 << 20 };
+
+struct cancelled_download {
+    tf_runtime *rt;
+    uint64_t src;
+    unsigned char *dst;
+    atomic_int go;
+    tf_status status;
+    int returned;
+};
+
+static void *download_cancelled(void *arg) {
+    struct cancelled_download *c = arg;
+    while (!atomic_load(&c->go)) {
+    } /* no cancellation point: the request stays pending */
+    c->status = tf_download(c->rt, c->src, c->dst, CANCEL_BYTES);
+    c->returned = 1;
+    pthread_testcancel();
+    return NULL;
+}
+
+/* Returns 1 if the thread was cancelled inside tf_download (after going
+ * on with the runtime, as a program would). */
+static int cancelled_round(uint32_t seed) {
+    tf_runtime *rt = runtime_with(TF_DEFAULT_STREAM_SLOTS, 16, 4 << 20);
+    struct cancelled_download c;
+    unsigned char *again = malloc(CANCEL_BYTES);
+    pthread_attr_t attr;
+    cpu_set_t one;
+    pthread_t th;
+    void *ret = NULL;
+    int i;
+    memset(&c, 0, sizeof c);
+    c.rt = rt;
+    c.src = lib_alloc(rt, CANCEL_BYTES);
+    c.dst = malloc(CANCEL_BYTES);
+    assert_non_null(c.dst);
+    assert_non_null(again);
+    fill_pattern(again, CANCEL_BYTES, seed);
+    assert_ok(tf_upload(rt, again, c.src, CANCEL_BYTES));
+    /* The download runs on another thread's slot: the upload must be done. */
+    assert_ok(tf_runtime_sync(rt));
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_attr_init(&attr);
+    pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+    assert_int_equal(pthread_create(&th, &attr, download_cancelled, &c), 0);
+    pthread_attr_destroy(&attr);
+    assert_int_equal(pthread_cancel(th), 0);
+    atomic_store(&c.go, 1);
+    assert_int_equal(pthread_join(th, &ret), 0);
+    assert_ptr_equal(ret, PTHREAD_CANCELED);
+    if (c.returned) {
+        assert_ok(c.status);
+        assert_pattern(c.dst, CANCEL_BYTES, seed);
+    } else {
+        print_error("round %u: the thread was cancelled inside tf_download\n", seed);
+    }
+    /* The runtime and its copy threads serve another thread afterwards. */
+    for (i = 0; i < 3; ++i) {
+        memset(again, 0, CANCEL_BYTES);
+        assert_ok(tf_download(rt, c.src, again, CANCEL_BYTES));
+        assert_pattern(again, CANCEL_BYTES, seed);
+    }
+    lib_free(rt, c.src);
+    assert_ok(tf_runtime_release(rt));
+    free(c.dst);
+    free(again);
+    return !c.returned;
+}
+
+static void cancelled_download_runs_to_its_end(void **state) {
+    uint32_t round;
+    int inside = 0;
+    (void)state;
+    for (round = 1; round <= CANCEL_ROUNDS; ++round) inside += cancelled_round(round);
+    assert_int_equal(inside, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(round_trips_with_defaults),
@@ -1116,6 +1204,7 @@ int main(void) {
         TF_TEST(idle_copy_threads_sleep_and_wake),
         TF_TEST(forked_child_releases_without_the_threads),
         TF_TEST(download_options_are_validated),
+        TF_TEST(cancelled_download_runs_to_its_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

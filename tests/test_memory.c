@@ -118,6 +118,24 @@ static void pool_query_failure(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* The capability probe answers 0 when the query fails; that failure is
+ * not the caller's, so its last error stays what it was. */
+static void failed_capability_query_keeps_last_error(void **state) {
+    tf_runtime *rt;
+    unsigned long queries;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    queries = tfd()->tfd_calls("cuDeviceGetAttribute");
+    tf_runtime_retain(NULL); /* the caller's last error */
+    INJECT("cuDeviceGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_int_equal(supports(rt, TF_CAP_STREAM_ORDERED_ALLOC), 0);
+    assert_int_equal(tfd()->tfd_calls("cuDeviceGetAttribute"), queries + 1);
+    assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(tf_last_error_operation(), "tf_runtime_retain");
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* A driver without the stream-ordered entry points: plain allocation.  The
  * library resolves entry points once per process, hence a child. */
 static int child_without_async_entry_points(void) {
@@ -534,6 +552,7 @@ int main(void) {
         TF_TEST(alloc_without_pools_is_plain),
         TF_TEST(pool_support_is_asked_once),
         TF_TEST(pool_query_failure),
+        TF_TEST(failed_capability_query_keeps_last_error),
         TF_TEST(missing_async_entry_points_fall_back),
         TF_TEST(alloc_of_zero_bytes_is_null),
         TF_TEST(alloc_failures_are_reported),

@@ -865,6 +865,46 @@ static void fault_of_the_destination_leaves_the_source_usable(void **state) {
     close_pair(&p);
 }
 
+/* A fault the driver reports during a peer copy belongs to the runtime
+ * whose context was current: the destination's range check runs in the
+ * destination's context, the rest in the source's.  That runtime alone is
+ * marked (later calls refuse it without a driver call); the other stays
+ * usable. */
+static void check_fault_marks(struct pair *p, int faulty) {
+    const int healthy = 1 - faulty;
+    void *stream = NULL;
+    char log[256];
+    tfd()->tfd_log_clear();
+    assert_failure(tf_with_context(p->rt[faulty], noop, NULL), TF_ERROR_DEVICE_FAULT,
+                   "tf_with_context", "unusable after a sticky device fault");
+    tfd()->tfd_log_format(log, sizeof log, 0);
+    assert_string_equal(log, ""); /* refused from the record alone */
+    assert_ok(tf_with_context(p->rt[healthy], noop, NULL));
+    assert_ok(tf_runtime_stream(p->rt[healthy], &stream));
+    assert_ok(tf_runtime_sync(p->rt[healthy]));
+}
+
+static void peer_copy_fault_marks_the_faulted_runtime(void **state) {
+    int faulty;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    REQUIRE_DOUBLE();
+    for (faulty = 1; faulty >= 0; --faulty) { /* the destination, then the source */
+        struct pair p;
+        uint64_t a = 0, b = 0;
+        open_pair(&p);
+        assert_ok(tf_alloc(p.rt[0], 256, &a));
+        assert_ok(tf_alloc(p.rt[1], 256, &b));
+        tfd()->tfd_poison_context(p.ctx[faulty], CUDA_ERROR_ILLEGAL_ADDRESS);
+        assert_failure(tf_peer_copy(p.rt[0], a, p.rt[1], b, 256), TF_ERROR_DEVICE_FAULT,
+                       "tf_peer_copy", "CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+        check_fault_marks(&p, faulty);
+        assert_ok(faulty == 1 ? tf_free(p.rt[0], a) : tf_free(p.rt[1], b));
+        close_pair(&p); /* the faulted one leaks quietly */
+        tfd()->tfd_poison_context(p.ctx[faulty], 0);
+    }
+}
+
 static const struct child_scenario scenarios[] = {
     {"discovery", child_discovery},
     {"device1_only", child_device1_only},
@@ -884,6 +924,7 @@ int main(void) {
         TF_TEST(peer_copy_without_direct_access_is_right),
         TF_TEST(memory_of_the_other_device_is_refused),
         TF_TEST(fault_of_the_destination_leaves_the_source_usable),
+        TF_TEST(peer_copy_fault_marks_the_faulted_runtime),
         TF_TEST(peer_copy_checks_the_destination_from_its_context),
         TF_TEST(peer_copy_overlap_is_checked_within_a_device),
         TF_TEST(peer_access_is_set_up_again_for_a_new_destination_context),

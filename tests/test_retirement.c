@@ -51,6 +51,19 @@ static tf_runtime *runtime_with_capacity(uint32_t capacity) {
     return rt;
 }
 
+/* A runtime of two slots and a handle bound to each. */
+static tf_runtime *two_slots(uint32_t capacity, tf_runtime **b0, tf_runtime **b1) {
+    tf_runtime *rt = NULL;
+    tf_runtime_options o;
+    tf_runtime_options_init(&o, sizeof o);
+    o.stream_slots = 2;
+    o.retirement_capacity = capacity;
+    assert_ok(tf_runtime_new_with_options(0, &o, &rt));
+    assert_ok(tf_runtime_bind_slot(rt, 0, b0));
+    assert_ok(tf_runtime_bind_slot(rt, 1, b1));
+    return rt;
+}
+
 static void retire(tf_runtime *rt, int id) {
     assert_ok(tf_workspace_retire(rt, (void *)(intptr_t)id, release, NULL));
 }
@@ -242,7 +255,10 @@ static void failed_query_waits_for_the_stream(void **state) {
     assert_ok(tf_workspace_poll(rt));
     assert_int_equal(g.count, 1);
     s = stats(rt);
-    assert_int_equal(s.barrier_fallbacks, 1);
+    /* It was queued (deferred): not a barrier fallback, which counts only
+     * retirements that never were. */
+    assert_int_equal(s.deferred, 1);
+    assert_int_equal(s.barrier_fallbacks, 0);
     assert_int_equal(s.released, 1);
     assert_int_equal(s.in_flight, 0);
     assert_ok(tf_runtime_release(rt));
@@ -460,6 +476,239 @@ static void threads_retire_concurrently(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* ---- the counters' invariant, unwinding releases, leaks reported once ----- */
+
+/* deferred + barrier_fallbacks == released + leaked + in_flight */
+static int consistent(const tf_retirement_stats *s) {
+    return s->deferred + s->barrier_fallbacks == s->released + s->leaked + s->in_flight;
+}
+
+/* The counters of `rt`, which must add up and be these. */
+static void expect_stats(tf_runtime *rt, uint64_t deferred, uint64_t barrier_fallbacks,
+                         uint64_t released, uint64_t leaked) {
+    tf_retirement_stats s = stats(rt);
+    assert_true(consistent(&s));
+    assert_int_equal(s.deferred, deferred);
+    assert_int_equal(s.barrier_fallbacks, barrier_fallbacks);
+    assert_int_equal(s.released, released);
+    assert_int_equal(s.leaked, leaked);
+    assert_int_equal(s.in_flight, 0);
+}
+
+static struct {
+    tf_runtime *rt;
+    int taken, inconsistent;
+    tf_retirement_stats last;
+} g_snap;
+
+/* A release that takes a snapshot of its runtime's counters (no cmocka
+ * assertion in here: it runs inside the library). */
+static void snapshot_release(void *resource, void *user_data) {
+    tf_retirement_stats s;
+    tf_retirement_stats_init(&s, sizeof s);
+    if (tf_workspace_stats(g_snap.rt, &s) != TF_OK || !consistent(&s)) g_snap.inconsistent++;
+    g_snap.taken++;
+    g_snap.last = s;
+    release(resource, user_data);
+}
+
+/* Every snapshot, from inside releases too, adds up: a retirement whose
+ * event query failed stays in flight until the wait for its stream
+ * returns, while the releases found with it run first. */
+static void snapshots_in_releases_add_up(void **state) {
+    tf_runtime *b0 = NULL, *b1 = NULL, *rt;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = two_slots(2, &b0, &b1);
+    reset_releases(rt);
+    memset(&g_snap, 0, sizeof g_snap);
+    g_snap.rt = rt;
+    tfd()->tfd_set_async_pending(1);
+    assert_ok(tf_workspace_retire(b0, (void *)1, snapshot_release, NULL));
+    assert_ok(tf_workspace_retire(b1, (void *)2, snapshot_release, NULL));
+    tfd()->tfd_complete_all();
+    /* Slot 0's query fails (its stream is then waited for), slot 1's passed:
+     * 2 runs first, while 1 is neither released nor leaked yet. */
+    INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
+    assert_ok(tf_workspace_poll(rt));
+    assert_int_equal(g.count, 2);
+    assert_int_equal(g.order[0], 2);
+    assert_int_equal(g.order[1], 1);
+    /* A full queue: the barrier fallback's own release, after the older. */
+    assert_ok(tf_workspace_retire(b0, (void *)3, snapshot_release, NULL));
+    assert_ok(tf_workspace_retire(b0, (void *)4, snapshot_release, NULL));
+    assert_ok(tf_workspace_retire(b0, (void *)5, snapshot_release, NULL));
+    assert_int_equal(g.count, 5);
+    assert_int_equal(g_snap.taken, 5);
+    assert_int_equal(g_snap.inconsistent, 0);
+    expect_stats(rt, 4, 1, 5, 0);
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(b0));
+    assert_ok(tf_runtime_release(b1));
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* A release that drops the last reference to the runtime whose
+ * tf_runtime_sync runs it: the runtime stays alive until the sync is over
+ * (the other releases it found still run, their streams intact), then goes. */
+static struct {
+    tf_runtime *last;
+} g_drop;
+
+static void drop_last_reference(void *resource, void *user_data) {
+    tf_runtime_release(g_drop.last);
+    release(resource, user_data);
+}
+
+static void release_may_drop_the_last_reference_under_sync(void **state) {
+    tf_runtime *b0 = NULL, *b1 = NULL, *rt;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = two_slots(TF_DEFAULT_RETIREMENT_CAPACITY, &b0, &b1);
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    assert_ok(tf_workspace_retire(b1, (void *)2, release, NULL));
+    g_drop.last = b0;
+    assert_ok(tf_workspace_retire(b0, (void *)1, drop_last_reference, NULL));
+    assert_ok(tf_runtime_release(b1));
+    assert_ok(tf_runtime_release(rt)); /* b0 holds the runtime alone */
+    /* The sync passes slot 0 (1 runs and drops b0); slot 1's query fails,
+     * so its stream is waited for after 1's release. */
+    INJECT("cuEventQuery", 2, CUDA_ERROR_INVALID_HANDLE, 1);
+    assert_ok(tf_runtime_sync(b0));
+    assert_int_equal(g.count, 2);
+    assert_int_equal(g.order[0], 1);
+    assert_int_equal(g.order[1], 2);
+    assert_int_equal(tf_runtime_retain(b0), TF_ERROR_INVALID_HANDLE); /* gone now */
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+    assert_int_equal(tfd()->tfd_live(TFD_STREAMS), 0);
+    tfd()->tfd_set_async_pending(0);
+}
+
+/* A retirement whose event query and stream wait failed, found inside
+ * tf_workspace_retire (plain, or in its barrier fallback): the retire
+ * reports its own resource (queued, or released: TF_OK); the leak is
+ * logged there and reported by the next poll or sync, once. */
+static tf_status after_leak(tf_runtime *rt, int by_sync) {
+    return by_sync ? tf_runtime_sync(rt) : tf_workspace_poll(rt);
+}
+
+static void check_leak_found_inside_retire(int in_barrier, int by_sync) {
+    tf_runtime *rt = runtime_with_capacity(in_barrier ? 1 : 8);
+    const char *op = by_sync ? "tf_runtime_sync" : "tf_workspace_poll";
+    const char *warnings;
+    tf_retirement_stats s;
+    reset_releases(rt);
+    tfd()->tfd_set_async_pending(1);
+    retire(rt, 1); /* still pending on the device */
+    if (in_barrier) {
+        /* Full: the retire waits for the stream (which succeeds), then
+         * finds 1 there: its query and its stream wait fail. */
+        INJECT("cuEventQuery", 2, CUDA_ERROR_INVALID_HANDLE, 1);
+        INJECT("cuStreamSynchronize", 2, CUDA_ERROR_UNKNOWN, 1);
+    } else {
+        INJECT("cuEventQuery", 1, CUDA_ERROR_INVALID_HANDLE, 1);
+        INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    }
+    log_capture_start();
+    assert_ok(tf_workspace_retire(rt, (void *)2, release, NULL));
+    warnings = log_capture_stop();
+    assert_non_null(strstr(warnings, "leaking retired resource 0x1"));
+    assert_int_equal(g.count, in_barrier ? 1 : 0); /* 2 itself: released by the barrier */
+    s = stats(rt);
+    assert_int_equal(s.leaked, 1);
+    assert_true(consistent(&s));
+    tfd()->tfd_set_async_pending(0);
+    tf_clear_last_error();
+    assert_failure(after_leak(rt, by_sync), TF_ERROR_CUDA, op, "cuStreamSynchronize failed",
+                   "CUDA_ERROR_UNKNOWN (999)", "1 retired resource leaked (the first: 0x1)");
+    assert_string_equal(tf_last_error_call(), "cuStreamSynchronize");
+    assert_int_equal(tf_last_error_code(), CUDA_ERROR_UNKNOWN);
+    assert_ok(after_leak(rt, by_sync)); /* once */
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(g.count, 1);
+    assert_int_equal(g.order[0], 2);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void leak_found_inside_retire_is_reported_once(void **state) {
+    int in_barrier, by_sync;
+    (void)state;
+    REQUIRE_DOUBLE();
+    for (in_barrier = 0; in_barrier < 2; ++in_barrier)
+        for (by_sync = 0; by_sync < 2; ++by_sync) {
+            tfd()->tfd_reset();
+            check_leak_found_inside_retire(in_barrier, by_sync);
+        }
+}
+
+/* A release that ends its thread (pthread_exit, or cancellation acted on
+ * inside it): the releases its call found but never started, and a
+ * retirement whose stream wait never ran, count as leaked; the counters
+ * still add up, and nothing of them runs later. */
+struct unwinding {
+    tf_runtime *rt;
+    int how; /* 0: pthread_exit, 1: cancellation */
+    tf_status status;
+};
+
+static void exit_thread_release(void *resource, void *user_data) {
+    struct unwinding *u = user_data;
+    release(resource, NULL);
+    if (u->how == 0) pthread_exit(NULL);
+    pthread_cancel(pthread_self());
+    pthread_testcancel();
+}
+
+static void *poll_on_thread(void *arg) {
+    struct unwinding *u = arg;
+    u->status = tf_workspace_poll(u->rt);
+    return NULL;
+}
+
+static void check_unwinding_release(int how) {
+    tf_runtime *b0 = NULL, *b1 = NULL, *rt = two_slots(TF_DEFAULT_RETIREMENT_CAPACITY, &b0, &b1);
+    struct unwinding u;
+    pthread_t th;
+    reset_releases(rt);
+    u.rt = rt;
+    u.how = how;
+    u.status = -1;
+    tfd()->tfd_set_async_pending(1);
+    assert_ok(tf_workspace_retire(b0, (void *)1, exit_thread_release, &u));
+    assert_ok(tf_workspace_retire(b0, (void *)2, release, NULL));
+    assert_ok(tf_workspace_retire(b0, (void *)3, release, NULL));
+    assert_ok(tf_workspace_retire(b1, (void *)4, release, NULL));
+    tfd()->tfd_complete_all();
+    /* Slot 0's three passed; slot 1's query fails: its wait comes after the
+     * releases, which never get past the first. */
+    INJECT("cuEventQuery", 4, CUDA_ERROR_INVALID_HANDLE, 1);
+    log_capture_start();
+    assert_int_equal(pthread_create(&th, NULL, poll_on_thread, &u), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_non_null(strstr(log_capture_stop(), "leaking 3 retired resources"));
+    assert_int_equal(u.status, -1); /* the call never returned */
+    assert_int_equal(g.count, 1);
+    expect_stats(rt, 4, 0, 1, 3);
+    assert_ok(tf_workspace_poll(rt));
+    assert_ok(tf_runtime_sync(b0));
+    assert_ok(tf_runtime_sync(b1));
+    assert_int_equal(g.count, 1);
+    tfd()->tfd_set_async_pending(0);
+    assert_ok(tf_runtime_release(b0));
+    assert_ok(tf_runtime_release(b1));
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(g.count, 1); /* not at teardown either */
+}
+
+static void unwinding_release_leaks_the_rest(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    check_unwinding_release(0);
+    tfd()->tfd_reset();
+    check_unwinding_release(1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(released_once_the_stream_passed_it),
@@ -477,6 +726,10 @@ int main(void) {
         TF_TEST(release_may_call_the_library),
         TF_TEST(retirement_order_on_one_slot),
         TF_TEST(threads_retire_concurrently),
+        TF_TEST(release_may_drop_the_last_reference_under_sync),
+        TF_TEST(snapshots_in_releases_add_up),
+        TF_TEST(unwinding_release_leaks_the_rest),
+        TF_TEST(leak_found_inside_retire_is_reported_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

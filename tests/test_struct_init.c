@@ -1,6 +1,7 @@
 /* The *_init functions write exactly the caller's struct: an older caller
  * (smaller struct_size) never sees a byte written past its struct, a newer
  * one (larger struct_size) gets zeros past the fields this library knows. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/test_support.h"
@@ -67,6 +68,28 @@ static void null_and_tiny_sizes_are_ignored(void **state) {
     }
 }
 
+/* A size above TF_MAX_STRUCT_SIZE is garbage (an uninitialised size
+ * variable): ignored, nothing written.  The bound itself is a valid size. */
+static void sizes_over_the_bound_are_ignored(void **state) {
+    unsigned char *buf = malloc(TF_MAX_STRUCT_SIZE + 64);
+    size_t i, j;
+    (void)state;
+    assert_non_null(buf);
+    for (i = 0; i < sizeof inits / sizeof inits[0]; ++i) {
+        memset(buf, 0xAB, TF_MAX_STRUCT_SIZE + 64);
+        inits[i].init(buf, (size_t)TF_MAX_STRUCT_SIZE + 1);
+        inits[i].init(buf, (size_t)UINT32_MAX + 1);
+        for (j = 0; j < TF_MAX_STRUCT_SIZE + 64; ++j)
+            if (buf[j] != 0xAB)
+                fail_msg("%s wrote byte %zu for a size over TF_MAX_STRUCT_SIZE", inits[i].name, j);
+        inits[i].init(buf, TF_MAX_STRUCT_SIZE);
+        assert_int_equal(struct_size_of(buf), TF_MAX_STRUCT_SIZE);
+        assert_int_equal(buf[TF_MAX_STRUCT_SIZE - 1], 0);
+        assert_int_equal(buf[TF_MAX_STRUCT_SIZE], 0xAB);
+    }
+    free(buf);
+}
+
 /* Defaults come through the size-aware path: an options struct as old as
  * the first release still creates a runtime with the documented defaults. */
 static void defaults_survive_a_partial_struct(void **state) {
@@ -87,6 +110,7 @@ int main(void) {
         TF_TEST(older_caller_gets_nothing_past_its_struct),
         TF_TEST(newer_caller_gets_zeros_past_known_fields),
         TF_TEST(null_and_tiny_sizes_are_ignored),
+        TF_TEST(sizes_over_the_bound_are_ignored),
         TF_TEST(defaults_survive_a_partial_struct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,16 +70,18 @@ func (r *Runtime) PollRetirements() error {
 }
 
 // RetirementStats are a runtime's retirement counters (tf_retirement_stats).
-// Every accepted retirement is in exactly one of Released, Leaked and
-// InFlight.
+// Every accepted retirement (queued: Deferred; never queued, once its stream
+// wait returned: BarrierFallbacks) is in exactly one of Released, Leaked and
+// InFlight: Deferred+BarrierFallbacks == Released+Leaked+InFlight in every
+// snapshot.
 type RetirementStats struct {
 	Capacity         int    // the queue bound (Options.RetirementCapacity)
 	Deferred         uint64 // retirements queued behind an event
-	Released         uint64 // releases started
-	BarrierFallbacks uint64 // retirements resolved by waiting for their stream instead
-	Leaked           uint64 // resources never released: the device's progress was unprovable
-	InFlight         uint64 // retirements queued now
-	MaxInFlight      uint64 // the most ever queued at once
+	Released         uint64 // releases started (or found and about to start)
+	BarrierFallbacks uint64 // retirements never queued, resolved by waiting for their stream instead
+	Leaked           uint64 // resources never released: the device's progress was unprovable, or the finding thread ended first
+	InFlight         uint64 // queued retirements neither released nor leaked yet
+	MaxInFlight      uint64 // the most ever in flight at once
 }
 
 // RetirementStats returns a consistent snapshot of the counters

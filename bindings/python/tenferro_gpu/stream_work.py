@@ -20,8 +20,10 @@ class PointerMode(enum.IntEnum):
 @dataclasses.dataclass(frozen=True)
 class RetirementStats:
     """A consistent snapshot of a runtime's retirement counters
-    (tf_retirement_stats).  Every accepted retirement is in exactly one of
-    released, leaked and in_flight."""
+    (tf_retirement_stats).  Every accepted retirement (queued: deferred;
+    never queued, once its stream wait returned: barrier_fallbacks) is in
+    exactly one of released, leaked and in_flight: deferred +
+    barrier_fallbacks == released + leaked + in_flight in every snapshot."""
     capacity: int
     deferred: int
     released: int

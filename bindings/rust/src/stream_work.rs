@@ -27,8 +27,10 @@ impl PointerMode {
 }
 
 /// A consistent snapshot of a runtime's retirement counters
-/// (`tf_retirement_stats`).  Every accepted retirement is in exactly one of
-/// released, leaked and in_flight.
+/// (`tf_retirement_stats`).  Every accepted retirement (queued: `deferred`;
+/// never queued, once its stream wait returned: `barrier_fallbacks`) is in
+/// exactly one of released, leaked and in_flight: `deferred +
+/// barrier_fallbacks == released + leaked + in_flight` in every snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetirementStats {
     pub capacity: u32,
