@@ -72,3 +72,28 @@ $(DOUBLE12_DIR)/libcublas.so.12: $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_SRC)/libcubla
 	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../double'
 
 -include $(DOUBLE_ALL_OBJS:.o=.d)
+
+# ---- installed for binding users ------------------------------------------
+# `make install-double` puts the doubles where a program or a binding's test
+# suite can load them instead of a real driver, on a machine without a GPU:
+#
+#   LD_LIBRARY_PATH=$(DOUBLE_INSTALL_DIR)  (first on the path)
+#
+# plus the control interface (fault injection, execution modes, counters) as
+# $(INCLUDEDIR)/tenferro_gpu/tfd_control.h.  The companions find the driver
+# double beside them through their $ORIGIN rpath.  Not part of `make install`:
+# a double must never shadow a real driver by accident.
+DOUBLE_INSTALL_DIR ?= $(LIBDIR)/tenferro_gpu/double
+DOUBLE_INSTALL_LIBS := libcuda.so.1 libcublas.so.13 libnvrtc.so.13 libnccl.so.2
+
+.PHONY: install-double uninstall-double
+install-double: $(DOUBLE_LIBS)
+	install -d $(DESTDIR)$(DOUBLE_INSTALL_DIR) $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu
+	install -m 0755 $(addprefix $(DOUBLE_DIR)/,$(DOUBLE_INSTALL_LIBS)) $(DESTDIR)$(DOUBLE_INSTALL_DIR)/
+	install -m 0644 $(DOUBLE_SRC)/tfd_control.h $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu/tfd_control.h
+
+uninstall-double:
+	rm -f $(addprefix $(DESTDIR)$(DOUBLE_INSTALL_DIR)/,$(DOUBLE_INSTALL_LIBS)) \
+	      $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu/tfd_control.h
+	rmdir $(DESTDIR)$(DOUBLE_INSTALL_DIR) $(DESTDIR)$(LIBDIR)/tenferro_gpu \
+	      $(DESTDIR)$(INCLUDEDIR)/tenferro_gpu 2>/dev/null || true
