@@ -72,15 +72,6 @@
 
 /* ==== Attributes =========================================================== */
 
-#if defined(__GNUC__) || defined(__clang__)
-/** Marks the exported functions (default visibility); nothing else is
- * exported. */
-#define TF_API __attribute__((visibility("default")))
-#else
-/** Elsewhere the version script alone decides what is exported. */
-#define TF_API
-#endif
-
 /**
  * @def TF_NODISCARD
  * Warns when a caller ignores the returned tf_status: [[nodiscard]] in
@@ -106,7 +97,7 @@
 /**
  * @def TF_DEPRECATED
  * Marks a function that a later release removes, with a message naming
- * its replacement: TF_DEPRECATED("use tf_x()") before its declaration.  A
+ * its replacement, before its declaration: TF_DEPRECATED("use tf_other").  A
  * deprecated function keeps working until the next major version
  * (docs/abi-stability.md).  A program defining TF_NO_DEPRECATED_WARNINGS
  * silences the warnings.  No function is deprecated yet.
@@ -123,6 +114,15 @@
 #define TF_DEPRECATED(message) __declspec(deprecated(message))
 #else
 #define TF_DEPRECATED(message)
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/** Marks the exported functions (default visibility); nothing else is
+ * exported. */
+#define TF_API __attribute__((visibility("default")))
+#else
+/** Elsewhere the version script alone decides what is exported. */
+#define TF_API
 #endif
 
 #ifdef __cplusplus
