@@ -491,7 +491,8 @@ TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_
  * Whether this process can use a CUDA device: the driver loads and a runtime
  * on device 0 can be created and synchronized (on a GPU, the first call pays
  * for device 0's primary context).  Call it once and keep the answer.
- * @return 1 or 0.  Never fails, never prints, never changes the last error.
+ * @return 1 or 0.  Never fails and never changes the last error; what the
+ *         probe's own teardown leaks is logged, as for any runtime.
  * @threadsafety Any thread; concurrent calls probe independently.  Blocks
  *         like tf_runtime_new(), tf_runtime_sync() and tf_runtime_release().
  * @since 1.0
