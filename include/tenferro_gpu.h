@@ -893,7 +893,8 @@ TF_NODISCARD TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  * calling thread's slot with the runtime's primary context current.  Work on
  * one slot is ordered; order two slots with tf_slot_wait() or a tf_event.
  * Calls on an event or a module answer for its runtime's state (forked
- * child, sticky fault).
+ * child, sticky fault), except their retain and release, which work in
+ * either state, as do tf_workspace_stats() and tf_program_compile().
  *
  * cuBLAS is loaded at first use from libcublas.so.13, else libcublas.so.12,
  * or the absolute path in TENFERRO_GPU_CUBLAS; NVRTC likewise from
