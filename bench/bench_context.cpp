@@ -40,7 +40,8 @@ int main() {
     // thread); the raw baseline gives the same guarantee.
     BENCH_CK(d.set_current(primary));
     bench::paired_median_ns(
-        iters, reps, [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
         [&] {
             CUcontext c;
             d.get_current(&c);
@@ -64,14 +65,18 @@ int main() {
         d.set_current(saved);
     };
     bench::paired_median_ns(
-        iters, reps, [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); }, raw_cycle, &lib, &raw);
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+        raw_cycle, &lib, &raw);
     bench::report("ctx_from_other", "tf_with_context from another context", lib,
                   "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
 
     // (c) no context current.
     BENCH_CK(d.set_current(nullptr));
     bench::paired_median_ns(
-        iters, reps, [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); }, raw_cycle, &lib, &raw);
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+        raw_cycle, &lib, &raw);
     bench::report("ctx_from_none", "tf_with_context from no current context", lib,
                   "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
 

@@ -244,9 +244,9 @@ int main() {
     };
     auto lib_body = [&](int i) {
         for (int k = 0; k < 100; ++k)
-            bench::ok(tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback,
-                                        &own[i]),
-                      "tf_cublas_enqueue");
+            bench::ok(
+                tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &own[i]),
+                "tf_cublas_enqueue");
         bench::ok(tf_runtime_sync(bound[i]), "tf_runtime_sync");
     };
     auto raw_setup = [&](int) { d.set_current(primary); };

@@ -443,7 +443,8 @@ static void *retire_many(void *arg) {
     struct worker *w = arg;
     int i;
     for (i = 0; i < 200; ++i) {
-        w->failures += tf_workspace_retire(w->rt, (void *)(intptr_t)(i + 1), release, NULL) != TF_OK;
+        w->failures +=
+            tf_workspace_retire(w->rt, (void *)(intptr_t)(i + 1), release, NULL) != TF_OK;
         if (i % 50 == 49) w->failures += tf_workspace_poll(w->rt) != TF_OK;
     }
     w->failures += tf_runtime_sync(w->rt) != TF_OK;
