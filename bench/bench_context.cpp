@@ -17,13 +17,13 @@ int main() {
     if (tf_runtime_new(0, &rt) != TF_OK) bench::die("tf_runtime_new");
     tf_device_properties p;
     tf_device_properties_init(&p, sizeof p);
-    tf_runtime_device_info(rt, &p);
+    bench::ok(tf_runtime_device_info(rt, &p), "tf_runtime_device_info");
     int driver = 0;
     d.driver_version(&driver);
     bench::info("device", p.name);
     bench::info("driver", std::to_string(driver));
     void *primary_ptr = nullptr;
-    tf_runtime_primary_context(rt, &primary_ptr);
+    bench::ok(tf_runtime_primary_context(rt, &primary_ptr), "tf_runtime_primary_context");
     CUcontext primary = static_cast<CUcontext>(primary_ptr);
 
     CUdevice dev;
@@ -40,7 +40,8 @@ int main() {
     // thread); the raw baseline gives the same guarantee.
     BENCH_CK(d.set_current(primary));
     bench::paired_median_ns(
-        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); },
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
         [&] {
             CUcontext c;
             d.get_current(&c);
@@ -64,14 +65,18 @@ int main() {
         d.set_current(saved);
     };
     bench::paired_median_ns(
-        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); }, raw_cycle, &lib, &raw);
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+        raw_cycle, &lib, &raw);
     bench::report("ctx_from_other", "tf_with_context from another context", lib,
                   "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
 
     // (c) no context current.
     BENCH_CK(d.set_current(nullptr));
     bench::paired_median_ns(
-        iters, reps, [&] { tf_with_context(rt, empty_callback, nullptr); }, raw_cycle, &lib, &raw);
+        iters, reps,
+        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+        raw_cycle, &lib, &raw);
     bench::report("ctx_from_none", "tf_with_context from no current context", lib,
                   "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
 

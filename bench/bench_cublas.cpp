@@ -136,7 +136,7 @@ int main() {
     if (tf_runtime_new(0, &rt) != TF_OK) bench::die("tf_runtime_new");
     tf_device_properties p;
     tf_device_properties_init(&p, sizeof p);
-    tf_runtime_device_info(rt, &p);
+    bench::ok(tf_runtime_device_info(rt, &p), "tf_runtime_device_info");
     int driver = 0, version = 0;
     d.driver_version(&driver);
     if (tf_cublas_version(&version) != TF_OK) bench::die("tf_cublas_version");
@@ -144,7 +144,7 @@ int main() {
     bench::info("driver", std::to_string(driver));
     bench::info("cublas", std::to_string(version));
     void *primary_ptr = nullptr;
-    tf_runtime_primary_context(rt, &primary_ptr);
+    bench::ok(tf_runtime_primary_context(rt, &primary_ptr), "tf_runtime_primary_context");
     CUcontext primary = static_cast<CUcontext>(primary_ptr);
     BENCH_CK(d.set_current(primary));
 
@@ -178,8 +178,11 @@ int main() {
         bench::die("tf_cublas_enqueue");
     bench::info("first_cublas_enqueue_us", std::to_string(bench::ns_since(t0) / 1e3));
 
-    auto lib = [&] { tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &g); };
-    auto lib_sync = [&] { tf_runtime_sync(rt); };
+    auto lib = [&] {
+        bench::ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &g),
+                  "tf_cublas_enqueue");
+    };
+    auto lib_sync = [&] { bench::ok(tf_runtime_sync(rt), "tf_runtime_sync"); };
     auto raw = [&] { enqueue_gemm(raw_handle, g); };
     auto raw_sync = [&] { d.stream_sync(raw_stream); };
     for (int i = 0; i < 300; ++i) lib(), raw();
@@ -235,13 +238,16 @@ int main() {
     }
     auto lib_setup = [&](int i) {
         d.set_current(primary);
-        tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &own[i]);
-        tf_runtime_sync(bound[i]);
+        bench::ok(tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &own[i]),
+                  "tf_cublas_enqueue");
+        bench::ok(tf_runtime_sync(bound[i]), "tf_runtime_sync");
     };
     auto lib_body = [&](int i) {
         for (int k = 0; k < 100; ++k)
-            tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &own[i]);
-        tf_runtime_sync(bound[i]);
+            bench::ok(
+                tf_cublas_enqueue(bound[i], TF_CUBLAS_POINTER_MODE_HOST, gemm_callback, &own[i]),
+                "tf_cublas_enqueue");
+        bench::ok(tf_runtime_sync(bound[i]), "tf_runtime_sync");
     };
     auto raw_setup = [&](int) { d.set_current(primary); };
     auto raw_body = [&](int i) {

@@ -159,7 +159,7 @@ void scalar_rows(Bench &b) {
     void *pin = nullptr;
     BENCH_CK(b.r.host_alloc(&pin, 16, 0));
     uint32_t v = 0;
-    auto lib = [&] { tf_download_scalar(b.rt, dev, &v, 4); };
+    auto lib = [&] { bench::ok(tf_download_scalar(b.rt, dev, &v, 4), "tf_download_scalar"); };
     auto raw = [&] {
         b.r.dtoh(pin, dev, 4, b.s);
         b.r.stream_sync(b.s);
@@ -249,11 +249,13 @@ void bulk_rows(Bench &b, size_t n) {
             b.r.stream_sync(b.s);
         };
     };
-    bench::paired_median_ns(iters, reps, [&] { tf_download(b.rt, dev, pin, n); }, raw_into(pin),
-                            &l, &r);
+    bench::paired_median_ns(
+        iters, reps, [&] { bench::ok(tf_download(b.rt, dev, pin, n), "tf_download"); },
+        raw_into(pin), &l, &r);
     report_bandwidth("pinned", n, l, r, "page-locked destination", "cuMemcpyDtoHAsync + sync", 0.95);
-    bench::paired_median_ns(iters, reps, [&] { tf_download(b.rt, dev, page, n); }, raw_into(page),
-                            &l, &r);
+    bench::paired_median_ns(
+        iters, reps, [&] { bench::ok(tf_download(b.rt, dev, page, n), "tf_download"); },
+        raw_into(page), &l, &r);
     report_bandwidth("pageable", n, l, r, "touched pageable destination",
                      "cuMemcpyDtoHAsync + sync (driver's pageable path)", 2);
     fresh_medians(b, dev, n, n >= 1024 * MiB ? 3 : 5, b.rt, &l, &r);

@@ -15,7 +15,7 @@ static int32_t inside_context(void *user_data) {
     /* Anything that needs the device's context goes here: a cuBLAS call,
      * a kernel launch from another library, ... */
     if (tf_runtime_stream(rt, &stream) != TF_OK) return 1;
-    tf_runtime_current_slot(rt, &slot);
+    if (tf_runtime_current_slot(rt, &slot) != TF_OK) return 1;
     printf("callback ran with the primary context current; stream slot %d, stream %p\n",
            (int)slot, stream);
     return 0;

@@ -124,7 +124,7 @@ static void smaller_struct_gets_only_what_fits(void **state) {
 
 static void gpu_available_keeps_last_error(void **state) {
     (void)state;
-    tf_runtime_retain(NULL);
+    assert_int_equal(tf_runtime_retain(NULL), TF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(tf_gpu_available(), 1);
     assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_ARGUMENT);
     assert_string_equal(tf_last_error_operation(), "tf_runtime_retain");
@@ -162,10 +162,26 @@ static void gpu_available_is_zero_when_sync_fails(void **state) {
     assert_int_equal(tf_gpu_available(), 1);
 }
 
+/* The probe is a runtime like any other: a teardown that cannot prove its
+ * stream idle leaks what hangs off it and logs that, and the answer is 0. */
+static void gpu_available_logs_what_its_teardown_leaks(void **state) {
+    const char *log;
+    (void)state;
+    REQUIRE_DOUBLE();
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 2); /* the probe's and teardown's */
+    log_capture_start();
+    assert_int_equal(tf_gpu_available(), 0);
+    log = log_capture_stop();
+    assert_non_null(strstr(log, "cuStreamSynchronize of slot 0 failed"));
+    assert_non_null(strstr(log, "leaking every stream"));
+    assert_int_equal(tfd()->tfd_calls("cuStreamDestroy"), 0);
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+}
+
 /* A successful call never changes the thread's last error, also when a
  * step inside it failed and the call answered anyway. */
 static void set_known_error(void) {
-    tf_runtime_retain(NULL);
+    if (tf_runtime_retain(NULL) != TF_ERROR_INVALID_ARGUMENT) abort();
 }
 
 static int known_error_is_kept(void) {
@@ -225,6 +241,7 @@ int main(void) {
         TF_TEST(gpu_available_is_zero_without_devices),
         TF_TEST(gpu_available_is_zero_when_runtime_fails),
         TF_TEST(gpu_available_is_zero_when_sync_fails),
+        TF_TEST(gpu_available_logs_what_its_teardown_leaks),
         TF_TEST(gpu_available_failed_probe_keeps_last_error),
         TF_TEST(zero_devices_keep_last_error),
     };

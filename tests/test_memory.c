@@ -127,7 +127,8 @@ static void failed_capability_query_keeps_last_error(void **state) {
     REQUIRE_DOUBLE();
     rt = new_runtime();
     queries = tfd()->tfd_calls("cuDeviceGetAttribute");
-    tf_runtime_retain(NULL); /* the caller's last error */
+    /* the caller's last error */
+    assert_int_equal(tf_runtime_retain(NULL), TF_ERROR_INVALID_ARGUMENT);
     INJECT("cuDeviceGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_int_equal(supports(rt, TF_CAP_STREAM_ORDERED_ALLOC), 0);
     assert_int_equal(tfd()->tfd_calls("cuDeviceGetAttribute"), queries + 1);

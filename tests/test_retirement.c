@@ -436,16 +436,18 @@ static void retirement_order_on_one_slot(void **state) {
 
 struct worker {
     tf_runtime *rt;
+    int failures; /* calls that did not return TF_OK */
 };
 
 static void *retire_many(void *arg) {
     struct worker *w = arg;
     int i;
     for (i = 0; i < 200; ++i) {
-        tf_workspace_retire(w->rt, (void *)(intptr_t)(i + 1), release, NULL);
-        if (i % 50 == 49) tf_workspace_poll(w->rt);
+        w->failures +=
+            tf_workspace_retire(w->rt, (void *)(intptr_t)(i + 1), release, NULL) != TF_OK;
+        if (i % 50 == 49) w->failures += tf_workspace_poll(w->rt) != TF_OK;
     }
-    tf_runtime_sync(w->rt);
+    w->failures += tf_runtime_sync(w->rt) != TF_OK;
     return NULL;
 }
 
@@ -460,10 +462,12 @@ static void threads_retire_concurrently(void **state) {
     reset_releases(rt);
     for (i = 0; i < T; ++i) {
         assert_ok(tf_runtime_bind_slot(rt, i, &w[i].rt));
+        w[i].failures = 0;
         pthread_create(&th[i], NULL, retire_many, &w[i]);
     }
     for (i = 0; i < T; ++i) pthread_join(th[i], NULL);
     for (i = 0; i < T; ++i) {
+        assert_int_equal(w[i].failures, 0);
         assert_ok(tf_runtime_sync(w[i].rt));
         assert_ok(tf_runtime_release(w[i].rt));
     }

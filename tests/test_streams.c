@@ -73,8 +73,9 @@ struct thread_slot {
 
 static void *ask_slot(void *arg) {
     struct thread_slot *t = arg;
-    tf_runtime_current_slot(t->rt, &t->slot);
-    tf_runtime_stream(t->rt, &t->stream);
+    /* a failure shows as a slot out of range or a NULL stream */
+    if (tf_runtime_current_slot(t->rt, &t->slot) != TF_OK) t->slot = -1;
+    if (tf_runtime_stream(t->rt, &t->stream) != TF_OK) t->stream = NULL;
     return NULL;
 }
 

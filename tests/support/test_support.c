@@ -57,7 +57,10 @@ int test_setup(void **state) {
     } else {
         raw_set_current_context(NULL);
     }
-    tf_set_log_callback(NULL, NULL);
+    if (tf_set_log_callback(NULL, NULL) != TF_OK) {
+        print_error("test_setup: tf_set_log_callback: %s\n", tf_last_error_message());
+        return -1;
+    }
     tf_clear_last_error();
     return 0;
 }
@@ -136,7 +139,10 @@ int test_teardown(void **state) {
         if (bad) print_error("test left behind%s\n", what);
     }
     raw_set_current_context(NULL);
-    tf_set_log_callback(NULL, NULL);
+    if (tf_set_log_callback(NULL, NULL) != TF_OK) {
+        print_error("test_teardown: tf_set_log_callback: %s\n", tf_last_error_message());
+        bad = 1;
+    }
     return bad ? -1 : 0;
 }
 

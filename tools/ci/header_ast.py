@@ -6,6 +6,7 @@ spelled in the public header itself count; what <stdint.h> brings in does not.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -111,3 +112,26 @@ def typedefs(decls):
 
 def functions(decls):
     return [d for d in decls if d.get("kind") == "FunctionDecl"]
+
+
+# The header's preamble defines "the device statuses", which a function's
+# @return may name instead of listing them.
+DEVICE_STATUSES = re.compile(r'"The device statuses" are (.*?)any call that works on the device',
+                             re.S)
+
+
+def device_statuses(header):
+    """The statuses the header's preamble calls "the device statuses"."""
+    with open(header, encoding="utf-8") as f:
+        m = DEVICE_STATUSES.search(f.read())
+    found = re.findall(r"\bTF_ERROR_[A-Z_]+\b", m.group(1)) if m else []
+    if not found:
+        fail("header_ast", "%s does not define \"the device statuses\"" % header)
+    return found
+
+
+def expand_statuses(return_text, device):
+    """@return text with the statuses "the device statuses" stands for."""
+    if re.search(r"\bdevice\s+statuses\b", return_text):
+        return return_text + " " + " ".join(device)
+    return return_text

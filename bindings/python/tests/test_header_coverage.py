@@ -15,6 +15,9 @@ PACKAGE = os.path.join(support.REPO, "bindings", "python", "tenferro_gpu")
 def _header_functions():
     with open(os.path.join(support.REPO, "include", "tenferro_gpu.h")) as f:
         text = f.read()
+    # Declarations only: comments and preprocessor lines name functions too.
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
     return set(re.findall(r"\bTF_API\b[^;{]*?\b(tf_\w+)\s*\(", text))
 
 

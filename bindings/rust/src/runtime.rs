@@ -46,14 +46,14 @@ impl RuntimeOptions {
         self
     }
     /// Host threads copying a bulk download into pageable memory, caller
-    /// included, 1 ..= 64; 0 (default) picks 8 or the CPUs the process may
+    /// included, 1 ..= 64; 0 (default) picks 12 or the CPUs the process may
     /// use, if fewer.
     pub fn download_threads(mut self, threads: u32) -> Self {
         self.raw.download_threads = threads;
         self
     }
     /// Bytes of each of a slot's two page-locked download staging buffers:
-    /// a multiple of 4096 in 64 KiB ..= 256 MiB; 0 (default) picks 8 MiB.
+    /// a multiple of 4096 in 64 KiB ..= 256 MiB; 0 (default) picks 16 MiB.
     pub fn download_chunk_bytes(mut self, bytes: u32) -> Self {
         self.raw.download_chunk_bytes = bytes;
         self
