@@ -34,6 +34,9 @@
 #                          against a CPU reference, transfers, streams moving
 #                          between threads, an NVRTC kernel, the program that
 #                          starts without the library.
+#   make rust-bench        the per-call cost of the binding (benches/
+#                          call_overhead.rs), built with dynamic-loading and
+#                          with linked, against the double; informational.
 #   With `linked`, the sys crate's build.rs finds the library through the
 #   Makefile's uninstalled .pc ($(PC_UNINSTALLED), libdir $(BUILD)/lib).
 #
@@ -57,7 +60,7 @@ RUST_ENV = $(RUST_CARGO_ENV) PKG_CONFIG_PATH=$(abspath $(BUILD_PC_DIR)) \
   LD_LIBRARY_PATH="$(abspath $(DOUBLE_DIR)):$(abspath $(BUILD)/lib)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 RUST_NO_CARGO = echo "SKIPPED rust binding tests: no cargo on PATH or in $$HOME/.cargo/bin (install a Rust toolchain with rustup)"
 
-.PHONY: check-rust rust-test-bin
+.PHONY: check-rust rust-test-bin rust-bench
 check-rust: lib double $(BUILD_PC)
 	@tools/ci/check-doc-example docs/rust.md $(RUST_BINDING_DIR)/examples/hello.rs
 	@if [ -z "$(CARGO)" ]; then $(RUST_NO_CARGO); exit 0; fi; \
@@ -96,6 +99,11 @@ rust-test-bin: lib $(BUILD_PC)
 	cp "$$exe" $(BUILD)/rust-tests/tenferro_gpu_suite && \
 	cp $(RUST_TARGET_DIR)/debug/examples/hello $(BUILD)/rust-tests/hello && \
 	echo "$(BUILD)/rust-tests/tenferro_gpu_suite (from $$exe) and $(BUILD)/rust-tests/hello"
+
+rust-bench: lib double $(BUILD_PC)
+	@if [ -z "$(CARGO)" ]; then $(RUST_NO_CARGO); exit 1; fi; \
+	$(RUST_ENV) TF_TEST_MODE=double $(CARGO) bench --quiet $(RUST_MANIFEST) --bench call_overhead && \
+	$(RUST_ENV) TF_TEST_MODE=double $(CARGO) bench --quiet $(RUST_LINKED) $(RUST_MANIFEST) --bench call_overhead
 
 # The GPU run's filter, for scripts: $(RUST_GPU_SKIP).
 RUST_GPU_SKIP := --skip double_ --skip source_
