@@ -1,5 +1,5 @@
 //! The library's own cuBLAS: its functions by name (`tf_cublas_symbol`),
-//! its version, and GEMM on [`DeviceBuffer`]s with cublasSgemm_v2 /
+//! its version, and GEMM on [`DeviceBuffer`](crate::DeviceBuffer)s and their views with cublasSgemm_v2 /
 //! cublasDgemm_v2 resolved that way, so this crate needs no cuBLAS of its
 //! own and its products are ordered with everything else on the slot.
 
@@ -8,10 +8,10 @@ use std::os::raw::c_void;
 use std::sync::OnceLock;
 
 use crate::error::{out_param, Error, Result};
-use crate::memory::{DeviceBuffer, Plain};
+use crate::library::api;
+use crate::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceRepr};
 use crate::runtime::Runtime;
 use crate::stream_work::PointerMode;
-use crate::sys;
 
 /// Address of the cuBLAS function `name` ("cublasSgemm_v2") of the cuBLAS
 /// the library loaded; cast it to the function's type.  Errors:
@@ -20,14 +20,16 @@ use crate::sys;
 pub fn symbol(name: &str) -> Result<*mut c_void> {
     let c = CString::new(name)
         .map_err(|_| Error::invalid_argument("cublas::symbol", "the name contains a NUL byte"))?;
+    let lib = api()?;
     // SAFETY: a NUL-terminated name and a valid out pointer.
-    out_param(|out| unsafe { sys::tf_cublas_symbol(c.as_ptr(), out) })
+    out_param(|out| unsafe { lib.tf_cublas_symbol(c.as_ptr(), out) })
 }
 
 /// Version of the library's cuBLAS as (major, minor, patch).
 pub fn version() -> Result<(u32, u32, u32)> {
+    let lib = api()?;
     // SAFETY: a valid out pointer.
-    let n = out_param(|out| unsafe { sys::tf_cublas_version(out) })? as u32;
+    let n = out_param(|out| unsafe { lib.tf_cublas_version(out) })? as u32;
     Ok((n / 10000, n / 100 % 100, n % 100))
 }
 
@@ -58,7 +60,7 @@ type GemmFn<T> = unsafe extern "C" fn(
 ) -> i32;
 
 /// Element types cuBLAS multiplies: f32 (cublasSgemm_v2), f64 (cublasDgemm_v2).
-pub trait GemmScalar: Plain {
+pub trait GemmScalar: DeviceRepr {
     #[doc(hidden)]
     fn gemm_fn() -> Result<GemmFn<Self>>;
 }
@@ -154,18 +156,20 @@ fn op(o: Op) -> i32 {
 
 impl Runtime {
     /// C = alpha op(A) op(B) + beta C in cuBLAS's column-major layout, on
-    /// this thread's slot, with the library's cuBLAS.  The buffers' sizes
-    /// are checked against the shape before anything is queued
+    /// this handle's slot (the calling thread's; use [`crate::Stream::gemm`]
+    /// for a fixed one), with the library's cuBLAS.  The operands (buffers
+    /// or views) are checked against the shape before anything is queued
     /// (InvalidArgument); a cuBLAS failure is Provider with the status.
     pub fn gemm<T: GemmScalar>(
         &self,
         shape: &Gemm,
         alpha: T,
-        a: &DeviceBuffer<T>,
-        b: &DeviceBuffer<T>,
+        a: &impl AsDeviceSlice<T>,
+        b: &impl AsDeviceSlice<T>,
         beta: T,
-        c: &mut DeviceBuffer<T>,
+        c: &mut impl AsDeviceSliceMut<T>,
     ) -> Result<()> {
+        let (a, b, c) = (a.as_device_slice(), b.as_device_slice(), c.as_device_slice_mut());
         let Gemm { m, n, k, .. } = *shape;
         let (ar, ac) = if shape.trans_a == Op::T { (k, m) } else { (m, k) };
         let (br, bc) = if shape.trans_b == Op::T { (n, k) } else { (k, n) };
@@ -174,7 +178,7 @@ impl Runtime {
         let ldc = operand(m, n, shape.ldc.unwrap_or(m.max(1)), c.len(), "c")?;
         let (m, n, k) = (int(m, "m")?, int(n, "n")?, int(k, "k")?);
         let f = T::gemm_fn()?;
-        let (pa, pb, pc) = (a.ptr() as *const T, b.ptr() as *const T, c.ptr() as *mut T);
+        let (pa, pb, pc) = (a.as_raw() as *const T, b.as_raw() as *const T, c.as_raw() as *mut T);
         let (ta, tb) = (op(shape.trans_a), op(shape.trans_b));
         self.cublas_enqueue(PointerMode::Host, |handle, _stream| {
             // SAFETY: the operands were checked to fit their buffers, and
@@ -188,9 +192,9 @@ impl Runtime {
     /// C^T = B^T A^T, i.e. [`Runtime::gemm`] with the operands swapped.
     pub fn matmul<T: GemmScalar + From<u8>>(
         &self,
-        a: &DeviceBuffer<T>,
-        b: &DeviceBuffer<T>,
-        c: &mut DeviceBuffer<T>,
+        a: &impl AsDeviceSlice<T>,
+        b: &impl AsDeviceSlice<T>,
+        c: &mut impl AsDeviceSliceMut<T>,
         m: usize,
         n: usize,
         k: usize,

@@ -1,6 +1,7 @@
 //! Devices: whether a GPU is usable, how many, and what each one is.
 
 use crate::error::{check, out_param, Result};
+use crate::library::api;
 use crate::sys;
 
 /// What the driver reports about one device (`tf_device_properties`).
@@ -51,36 +52,41 @@ impl DeviceProperties {
 
     /// Fill an initialised `tf_device_properties` with `query`.
     pub(crate) fn query(
+        lib: &sys::Library,
         query: impl FnOnce(*mut sys::tf_device_properties) -> sys::tf_status,
     ) -> Result<Self> {
         // SAFETY: the struct's own init.
-        let mut raw = unsafe { sys::initialised(sys::tf_device_properties_init) };
+        let mut raw = unsafe { sys::initialised(lib.tf_device_properties_init) };
         check(query(&mut raw))?;
         Ok(Self::from_raw(&raw))
     }
 }
 
 /// Whether this process can use a CUDA device (a runtime on device 0 can be
-/// created and synchronized).  Never fails; use it to skip GPU work.
+/// created and synchronized).  Never fails; use it to skip GPU work.  False
+/// when libtenferro_gpu.so.1 is not there ([`crate::load`] says why).
 pub fn gpu_available() -> bool {
+    let Ok(lib) = api() else { return false };
     // SAFETY: no arguments.
-    unsafe { sys::tf_gpu_available() != 0 }
+    unsafe { lib.tf_gpu_available() != 0 }
 }
 
 /// Number of CUDA devices (0 when the driver reports none).  Creates no
 /// context.  Errors: DriverNotFound, DriverStub, DriverTooOld,
-/// NotSupported, Cuda.
+/// NotSupported, Cuda, LibraryNotFound (no libtenferro_gpu.so.1).
 pub fn device_count() -> Result<i32> {
+    let lib = api()?;
     // SAFETY: a valid out pointer.
-    out_param(|out| unsafe { sys::tf_device_count(out) })
+    out_param(|out| unsafe { lib.tf_device_count(out) })
 }
 
 /// Properties of device `ordinal`.  Creates no context.  Errors:
 /// DeviceUnavailable (no such ordinal; the message lists the devices),
 /// InvalidArgument (negative), and those of [`device_count`].
 pub fn device_info(ordinal: i32) -> Result<DeviceProperties> {
+    let lib = api()?;
     // SAFETY: `out` is an initialised struct owned by `query`.
-    DeviceProperties::query(|out| unsafe { sys::tf_device_info(ordinal, out) })
+    DeviceProperties::query(lib, |out| unsafe { lib.tf_device_info(ordinal, out) })
 }
 
 /// Properties of every device, in ordinal order.

@@ -20,6 +20,8 @@ pub enum Status {
     DriverTooOld,
     Cuda,
     NotSupported,
+    /// cuBLAS or NVRTC could not be loaded; from this crate also
+    /// libtenferro_gpu.so.1 itself (operation `"dlopen"`, see [`crate::load`]).
     LibraryNotFound,
     Provider,
     Callback,
@@ -81,10 +83,12 @@ impl Status {
 }
 
 /// The library's description of a raw status (`tf_status_string`): never
-/// fails; an unknown value gives "unknown status".
+/// fails; an unknown value gives "unknown status", and so does every value
+/// when libtenferro_gpu.so.1 is not loaded.
 pub fn status_string(raw: sys::tf_status) -> &'static str {
+    let Ok(lib) = sys::library() else { return "unknown status" };
     // SAFETY: the library returns a static, NUL-terminated string.
-    unsafe { CStr::from_ptr(sys::tf_status_string(raw)) }.to_str().unwrap_or("unknown status")
+    unsafe { CStr::from_ptr(lib.tf_status_string(raw)) }.to_str().unwrap_or("unknown status")
 }
 
 /// What [`Error::code`] means (`enum tf_code_domain`).
@@ -142,20 +146,22 @@ fn text(field: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The calling thread's whole record, copied in one call.
-fn record() -> sys::tf_error_info {
+/// The calling thread's whole record, copied in one call; `None` without
+/// the library (which then has recorded nothing).
+fn record() -> Option<sys::tf_error_info> {
+    let lib = sys::library().ok()?;
     // SAFETY: tf_error_info_init sets struct_size before tf_last_error
     // fills the struct.
     unsafe {
-        let mut info = sys::initialised(sys::tf_error_info_init);
-        sys::tf_last_error(&mut info);
-        info
+        let mut info = sys::initialised(lib.tf_error_info_init);
+        lib.tf_last_error(&mut info);
+        Some(info)
     }
 }
 
 impl Error {
-    fn from_record(status: Status, info: &sys::tf_error_info) -> Error {
-        if info.status != status.raw() {
+    fn from_record(status: Status, info: Option<&sys::tf_error_info>) -> Error {
+        let Some(info) = info.filter(|info| info.status == status.raw()) else {
             // Cannot happen by the library's contract; keep the status.
             return Error {
                 status,
@@ -166,7 +172,7 @@ impl Error {
                 message: format!("status {} without an error record on this thread", status.raw()),
                 compile_log: None,
             };
-        }
+        };
         Error {
             status,
             operation: text(&info.operation),
@@ -186,6 +192,19 @@ impl Error {
             code: 0,
             code_domain: CodeDomain::None,
             message: format!("{operation}: {detail}"),
+            compile_log: None,
+        }
+    }
+
+    /// libtenferro_gpu.so.1 could not be loaded (or lacks a function).
+    pub(crate) fn library_absent(cause: &sys::LoadError) -> Error {
+        Error {
+            status: Status::LibraryNotFound,
+            operation: "dlopen".to_string(),
+            call: "dlopen".to_string(),
+            code: 0,
+            code_domain: CodeDomain::None,
+            message: cause.message().to_string(),
             compile_log: None,
         }
     }
@@ -254,7 +273,7 @@ impl std::error::Error for Error {}
 pub(crate) fn check(raw: sys::tf_status) -> Result<()> {
     match Status::from_raw(raw) {
         None => Ok(()),
-        Some(status) => Err(Error::from_record(status, &record())),
+        Some(status) => Err(Error::from_record(status, record().as_ref())),
     }
 }
 
@@ -268,15 +287,19 @@ pub(crate) fn out_param<T: Copy>(call: impl FnOnce(*mut T) -> sys::tf_status) ->
     Ok(unsafe { value.assume_init() })
 }
 
-/// The calling thread's last library error, or `None`.  Every failure is
-/// returned as an `Err` anyway; this is for code that mixes in `sys` calls.
+/// The calling thread's last library error, or `None` (also without the
+/// library).  Every failure is returned as an `Err` anyway; this is for
+/// code that mixes in `sys` calls.
 pub fn last_error() -> Option<Error> {
-    let info = record();
-    Status::from_raw(info.status).map(|status| Error::from_record(status, &info))
+    let info = record()?;
+    Status::from_raw(info.status).map(|status| Error::from_record(status, Some(&info)))
 }
 
-/// Forget the calling thread's last library error.
+/// Forget the calling thread's last library error (nothing to forget
+/// without the library).
 pub fn clear_last_error() {
-    // SAFETY: no arguments; thread-local state only.
-    unsafe { sys::tf_clear_last_error() }
+    if let Ok(lib) = sys::library() {
+        // SAFETY: no arguments; thread-local state only.
+        unsafe { lib.tf_clear_last_error() }
+    }
 }

@@ -5,14 +5,15 @@
 //! ```no_run
 //! # use tenferro_gpu::{Runtime, CompileOptions, LaunchConfig};
 //! # let rt = Runtime::new(0)?;
-//! # let (x, y, mut out) = (rt.alloc::<f32>(4)?, rt.alloc::<f32>(4)?, rt.alloc::<f32>(4)?);
+//! let stream = rt.stream(0)?;
+//! # let (x, y, mut out) = (stream.alloc::<f32>(4)?, stream.alloc::<f32>(4)?, stream.alloc::<f32>(4)?);
 //! let program = rt.compile(r#"extern "C" __global__ void add(const float *x,
 //!     const float *y, float *out, unsigned n) { ... }"#, &CompileOptions::new())?;
 //! let module = rt.load_module(program.image()?)?;
 //! let add = module.function("add")?;
 //! let n = 4u32;
 //! // SAFETY: the arguments match add's parameters.
-//! unsafe { rt.launch(&add, &LaunchConfig::linear(n, 256), &[&x, &y, &out, &n])? };
+//! unsafe { stream.launch(&add, &LaunchConfig::linear(n, 256), &[&x, &y, &out, &n])? };
 //! # Ok::<(), tenferro_gpu::Error>(())
 //! ```
 
@@ -21,7 +22,8 @@ use std::os::raw::{c_char, c_void};
 use std::ptr::{self, NonNull};
 
 use crate::error::{check, out_param, Error, Result};
-use crate::memory::{DeviceBuffer, Plain};
+use crate::library::{api, defaults};
+use crate::memory::{AddressField, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::runtime::Runtime;
 use crate::sys;
 
@@ -78,26 +80,30 @@ pub struct Program {
     raw: NonNull<sys::tf_program>,
 }
 
-// SAFETY: a compiled program is immutable; its readers are thread-safe.
+// SAFETY: Send + Sync.  A compiled program is immutable: the header lets
+// threads read one at once (image, log), and release it only in Drop,
+// which needs ownership.
 unsafe impl Send for Program {}
 unsafe impl Sync for Program {}
 
 impl Program {
     /// The compiled image (PTX with its NUL byte, or a CUBIN), borrowed.
     pub fn image(&self) -> Result<&[u8]> {
+        let lib = api()?;
         let mut data: *const c_void = ptr::null();
         let mut size = 0usize;
         // SAFETY: a live program and valid out pointers.
-        check(unsafe { sys::tf_program_image(self.raw.as_ptr(), &mut data, &mut size) })?;
+        check(unsafe { lib.tf_program_image(self.raw.as_ptr(), &mut data, &mut size) })?;
         // SAFETY: valid until the program is released, which `&self` prevents.
         Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) })
     }
 
     /// NVRTC's log ("" when it wrote none).
     pub fn log(&self) -> Result<String> {
+        let lib = api()?;
         let mut log: *const c_char = ptr::null();
         // SAFETY: a live program and a valid out pointer.
-        check(unsafe { sys::tf_program_log(self.raw.as_ptr(), &mut log) })?;
+        check(unsafe { lib.tf_program_log(self.raw.as_ptr(), &mut log) })?;
         // SAFETY: NUL-terminated, valid while the program lives.
         Ok(unsafe { CStr::from_ptr(log) }.to_string_lossy().into_owned())
     }
@@ -117,8 +123,10 @@ impl std::fmt::Debug for Module {
 
 impl Drop for Program {
     fn drop(&mut self) {
-        // SAFETY: ours, released once.
-        unsafe { sys::tf_program_release(self.raw.as_ptr()) }
+        if let Ok(lib) = api() {
+            // SAFETY: ours, released once.
+            unsafe { lib.tf_program_release(self.raw.as_ptr()) }
+        }
     }
 }
 
@@ -128,7 +136,9 @@ pub struct Module {
     raw: NonNull<sys::tf_module>,
 }
 
-// SAFETY: the library documents modules as usable from any thread.
+// SAFETY: Send + Sync.  The header lets any thread look up a module's
+// functions and retain or release it (atomically); the last release is in
+// Drop, which needs ownership, and every Function holds a reference.
 unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 
@@ -141,8 +151,9 @@ impl Module {
     /// Cuda (CUDA_ERROR_NOT_FOUND) when the image has no such kernel.
     pub fn function(&self, name: &str) -> Result<Function> {
         let c = c_string(name, "Module::function")?;
+        let lib = api()?;
         // SAFETY: a live module and a valid out pointer.
-        let raw = out_param(|out| unsafe { sys::tf_module_function(self.as_raw(), c.as_ptr(), out) })?;
+        let raw = out_param(|out| unsafe { lib.tf_module_function(self.as_raw(), c.as_ptr(), out) })?;
         Ok(Function { module: self.clone(), raw, name: name.to_string() })
     }
 }
@@ -150,7 +161,8 @@ impl Module {
 impl Clone for Module {
     fn clone(&self) -> Module {
         // SAFETY: a live module.
-        check(unsafe { sys::tf_module_retain(self.as_raw()) })
+        api()
+            .and_then(|lib| check(unsafe { lib.tf_module_retain(self.as_raw()) }))
             .unwrap_or_else(|e| panic!("tenferro-gpu: {e}"));
         Module { raw: self.raw }
     }
@@ -158,8 +170,10 @@ impl Clone for Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        // SAFETY: this reference is ours.
-        unsafe { sys::tf_module_release(self.raw.as_ptr()) };
+        if let Ok(lib) = api() {
+            // SAFETY: this reference is ours.
+            unsafe { lib.tf_module_release(self.raw.as_ptr()) };
+        }
     }
 }
 
@@ -172,7 +186,10 @@ pub struct Function {
     name: String,
 }
 
-// SAFETY: a CUfunction is a handle the driver lets any thread use.
+// SAFETY: Send + Sync.  A CUfunction is a handle the driver lets any
+// thread use; the Function keeps its module (so the handle) alive.  Setting
+// an attribute concurrently with launches is not ordered by the library
+// (the header says so), but races no memory of this process.
 unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 
@@ -190,9 +207,10 @@ impl Function {
     /// cuFuncSetAttribute (`tf_function_set_attribute`), e.g. attribute 8,
     /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
     pub fn set_attribute(&self, attribute: i32, value: i32) -> Result<()> {
+        let lib = api()?;
         // SAFETY: the function belongs to the module.
         check(unsafe {
-            sys::tf_function_set_attribute(self.module.as_raw(), self.raw, attribute, value)
+            lib.tf_function_set_attribute(self.module.as_raw(), self.raw, attribute, value)
         })
     }
 }
@@ -211,9 +229,11 @@ pub struct LaunchConfig {
 }
 
 impl LaunchConfig {
+    /// One block of one thread (`tf_launch_config_init`).  Without
+    /// libtenferro_gpu.so.1 every field but the size is zero; launching
+    /// fails then anyway.
     pub fn new() -> Self {
-        // SAFETY: the struct's own init.
-        LaunchConfig { raw: unsafe { sys::initialised(sys::tf_launch_config_init) } }
+        LaunchConfig { raw: defaults(|lib| lib.tf_launch_config_init) }
     }
     /// Enough blocks of `block` threads in x for `n` threads.
     pub fn linear(n: u32, block: u32) -> Self {
@@ -243,8 +263,9 @@ impl Default for LaunchConfig {
     }
 }
 
-/// A value passed as one kernel parameter: a [`Plain`] value by value, or
-/// a [`DeviceBuffer`] as its device address.
+/// A value passed as one kernel parameter: a [`DeviceRepr`] value by value,
+/// or device memory ([`DeviceBuffer`], [`DeviceSlice`], [`DeviceSliceMut`])
+/// as its device address.
 ///
 /// # Safety
 /// `arg_ptr` must point at the parameter's bytes while `self` lives.
@@ -252,15 +273,29 @@ pub unsafe trait KernelArg {
     fn arg_ptr(&self) -> *const c_void;
 }
 
-unsafe impl<T: Plain> KernelArg for T {
+// SAFETY (all four): the pointer is to the value, or to the address field
+// of the memory, which live as long as `self`.
+unsafe impl<T: DeviceRepr> KernelArg for T {
     fn arg_ptr(&self) -> *const c_void {
         (self as *const T).cast()
     }
 }
 
-unsafe impl<T: Plain> KernelArg for DeviceBuffer<T> {
+unsafe impl<T: DeviceRepr> KernelArg for DeviceBuffer<T> {
     fn arg_ptr(&self) -> *const c_void {
-        (self.ptr_ref() as *const u64).cast()
+        (self.address_field() as *const u64).cast()
+    }
+}
+
+unsafe impl<T: DeviceRepr> KernelArg for DeviceSlice<'_, T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (self.address_field() as *const u64).cast()
+    }
+}
+
+unsafe impl<T: DeviceRepr> KernelArg for DeviceSliceMut<'_, T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (self.address_field() as *const u64).cast()
     }
 }
 
@@ -279,8 +314,9 @@ impl Runtime {
             .collect::<Result<Vec<_>>>()?;
         let pointers: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
         let name = options.name.as_deref().map(|n| c_string(n, "Runtime::compile")).transpose()?;
+        let lib = api()?;
         // SAFETY: the struct's own init.
-        let mut raw = unsafe { sys::initialised(sys::tf_compile_options_init) };
+        let mut raw = unsafe { sys::initialised(lib.tf_compile_options_init) };
         raw.target = match options.target.unwrap_or(CompileTarget::Ptx) {
             CompileTarget::Ptx => sys::TF_COMPILE_PTX,
             CompileTarget::Cubin => sys::TF_COMPILE_CUBIN,
@@ -291,7 +327,7 @@ impl Runtime {
         raw.name = name.as_ref().map_or(ptr::null(), |n| n.as_ptr());
         let mut out: *mut sys::tf_program = ptr::null_mut();
         // SAFETY: every pointer lives until the call returns.
-        let status = unsafe { sys::tf_program_compile(self.as_raw(), source.as_ptr(), &raw, &mut out) };
+        let status = unsafe { lib.tf_program_compile(self.as_raw(), source.as_ptr(), &raw, &mut out) };
         if status == sys::TF_ERROR_COMPILE {
             let error = check(status).unwrap_err();
             let program = Program { raw: NonNull::new(out).expect("a failed program is returned") };
@@ -304,14 +340,17 @@ impl Runtime {
     /// Loads a module image (PTX, CUBIN or fatbin) into the runtime's
     /// primary context (`tf_module_load`).
     pub fn load_module(&self, image: &[u8]) -> Result<Module> {
+        let lib = api()?;
         // SAFETY: image is readable for its length during the call.
         let raw = out_param(|out| unsafe {
-            sys::tf_module_load(self.as_raw(), image.as_ptr().cast(), image.len(), out)
+            lib.tf_module_load(self.as_raw(), image.as_ptr().cast(), image.len(), out)
         })?;
         Ok(Module { raw: NonNull::new(raw).expect("tf_module_load gave NULL") })
     }
 
-    /// Queues `function` on this thread's slot stream (`tf_kernel_launch`).
+    /// Queues `function` on this handle's slot stream (the calling
+    /// thread's; [`crate::Stream::launch`] for a fixed one)
+    /// (`tf_kernel_launch`).
     /// Returns once queued; a fault in the kernel shows up in later calls as
     /// DeviceFault.
     ///
@@ -325,8 +364,9 @@ impl Runtime {
         config: &LaunchConfig,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
+        let lib = api()?;
         let mut pointers: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
         let params = if pointers.is_empty() { ptr::null_mut() } else { pointers.as_mut_ptr() };
-        check(sys::tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))
+        check(lib.tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))
     }
 }

@@ -1,5 +1,5 @@
 //! tenferro-gpu for Rust: drive one CUDA device's runtime (its primary
-//! context, per-thread stream slots, cuBLAS, transfers, kernels) through
+//! context, stream slots, cuBLAS, transfers, kernels) through
 //! `libtenferro_gpu.so.1`.
 //!
 //! ```no_run
@@ -7,60 +7,102 @@
 //!
 //! if tenferro_gpu::gpu_available() {
 //!     let rt = Runtime::new(0)?;
+//!     let stream = rt.stream(0)?;                   // slot 0, from any thread
 //!     let (m, n, k) = (2, 2, 3);
-//!     let mut a = rt.alloc::<f32>(m * k)?;
-//!     let mut b = rt.alloc::<f32>(k * n)?;
-//!     let mut c = rt.alloc::<f32>(m * n)?;
-//!     a.upload(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;   // row-major 2x3
-//!     b.upload(&[1.0, 0.0, 0.0, 1.0, 1.0, 1.0])?;   // row-major 3x2
-//!     rt.matmul(&a, &b, &mut c, m, n, k)?;           // the library's cuBLAS
-//!     assert_eq!(c.to_vec()?, vec![4.0, 5.0, 10.0, 11.0]);
-//!     let stream = rt.stream()?;            // this thread's CUstream
-//!     rt.with_context(|| {
+//!     let a = stream.alloc_from(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?; // row-major 2x3
+//!     let b = stream.alloc_from(&[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0])?; // row-major 3x2
+//!     let mut c = stream.alloc::<f32>(m * n)?;
+//!     stream.matmul(&a, &b, &mut c, m, n, k)?;      // the library's cuBLAS
+//!     assert_eq!(stream.to_vec(&c)?, vec![4.0, 5.0, 10.0, 11.0]);
+//!     assert_eq!(stream.to_vec(&c.slice(2..))?, vec![10.0, 11.0]);
+//!     let raw = stream.cu_stream()?;                 // the CUstream, for other libraries
+//!     stream.with_context(|| {
 //!         // the primary context is current here: call any CUDA library
 //!     })?;
-//!     rt.sync()?;
+//!     stream.sync()?;
 //! }
 //! # Ok::<(), tenferro_gpu::Error>(())
 //! ```
 //!
+//! [`Stream`] is the handle to reach for: one stream slot of a runtime,
+//! whichever OS thread (or async task, once resumed elsewhere) uses it.
+//! Device memory is typed: [`DeviceBuffer<T>`] owns an allocation and is
+//! freed on its stream, [`DeviceSlice`] and [`DeviceSliceMut`] borrow a range
+//! of one; `T` is a plain number ([`DeviceRepr`]).
+//!
 //! Every fallible call returns [`Result`]; an [`Error`] carries the
 //! library's record (status, operation, call, code, code domain, message),
-//! read on the failing thread right after the call.  [`sys`] has the raw
-//! declarations of the whole header.  See docs/rust.md.
+//! read on the failing thread right after the call.
+//!
+//! The library is opened at run time by default (feature
+//! `dynamic-loading`): a program using this crate starts where
+//! `libtenferro_gpu.so.1` is not installed, [`gpu_available`] is then false
+//! and every call returns [`Status::LibraryNotFound`] ([`load`] says why).
+//! The feature `linked` links it at build time instead.  [`sys`] (the crate
+//! `tenferro-gpu-sys`) has the raw declarations of the whole header.
+//!
+//! # Threads and async tasks
+//!
+//! | type | `Send` | `Sync` | why |
+//! | --- | --- | --- | --- |
+//! | [`Runtime`], [`Stream`] | yes | yes | the C library lets any thread use a (bound) handle and serializes what it must |
+//! | [`DeviceBuffer<T>`] | yes | yes | freed on its own stream from any thread; `&` only reads |
+//! | [`DeviceSlice`], [`DeviceSliceMut`] | yes | yes | as `&[T]` and `&mut [T]` |
+//! | [`Event`], [`Module`], [`Function`], [`Program`] | yes | yes | thread-safe in C; released in `Drop` only |
+//!
+//! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
+//! may move it between worker threads; each call is synchronous and made
+//! through the stream, so the work stays on that stream and the error
+//! record is read before the task can move.  Futures that call a plain
+//! [`Runtime`] would switch slots with the thread.  This crate has no async
+//! API of its own (and needs no executor): a call blocks as the C function
+//! does.  See docs/rust.md.
+//!
+//! License: MIT OR Apache-2.0 (LICENSE, LICENSE-MIT and LICENSE-APACHE at
+//! the top of the repository).
+
+pub use tenferro_gpu_sys as sys;
 
 pub mod cublas;
-pub mod sys;
 
 mod callback;
 mod device;
 mod error;
 mod kernels;
+mod library;
 mod log;
 mod memory;
 mod runtime;
+mod stream;
 mod stream_work;
+mod transfer;
 
 use std::ffi::CStr;
 
 pub use callback::CALLBACK_PANICKED;
 pub use device::{device_count, device_info, devices, gpu_available, DeviceProperties};
 pub use error::{clear_last_error, last_error, status_string, CodeDomain, Error, Result, Status};
-pub use log::{reset_log_callback, set_log_callback, LogLevel};
 pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConfig, Module, Program};
-pub use memory::{DeviceBuffer, Plain};
+pub use library::load;
+pub use log::{reset_log_callback, set_log_callback, LogLevel};
+pub use memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use runtime::{Capability, Runtime, RuntimeOptions};
+pub use stream::Stream;
 pub use stream_work::{Event, PointerMode, RetirementStats};
 
-/// Version of the loaded library as (major, minor, patch).
-pub fn version() -> (u32, u32, u32) {
+/// Version of the loaded library as (major, minor, patch).  Errors:
+/// LibraryNotFound without libtenferro_gpu.so.1.
+pub fn version() -> Result<(u32, u32, u32)> {
+    let lib = library::api()?;
     // SAFETY: no arguments.
-    let n = unsafe { sys::tf_version() };
-    (n / 10000, n / 100 % 100, n % 100)
+    let n = unsafe { lib.tf_version() };
+    Ok((n / 10000, n / 100 % 100, n % 100))
 }
 
-/// Version of the loaded library as "major.minor.patch".
-pub fn version_string() -> &'static str {
+/// Version of the loaded library as "major.minor.patch".  Errors:
+/// LibraryNotFound without libtenferro_gpu.so.1.
+pub fn version_string() -> Result<&'static str> {
+    let lib = library::api()?;
     // SAFETY: the library returns a static, NUL-terminated string.
-    unsafe { CStr::from_ptr(sys::tf_version_string()) }.to_str().unwrap_or("")
+    Ok(unsafe { CStr::from_ptr(lib.tf_version_string()) }.to_str().unwrap_or(""))
 }

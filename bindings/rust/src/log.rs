@@ -18,6 +18,7 @@ use std::ptr;
 use std::sync::Mutex;
 
 use crate::error::{check, Result};
+use crate::library::api;
 use crate::sys;
 
 /// Severity of a log message (`enum tf_log_level`).
@@ -72,12 +73,13 @@ unsafe extern "C" fn trampoline(level: i32, message: *const c_char, user_data: *
 }
 
 fn install(callback: Option<Callback>) -> Result<()> {
+    let lib = api()?;
     if IN_CALLBACK.with(|d| d.get()) > 0 {
         // The library refuses this (it would wait for the very callback
         // that is calling); skip the mutex, which another thread may hold
         // while it waits for this callback to return.
         // SAFETY: NULL restores the default; no pointer is kept.
-        return check(unsafe { sys::tf_set_log_callback(None, ptr::null_mut()) });
+        return check(unsafe { lib.tf_set_log_callback(None, ptr::null_mut()) });
     }
     let mut installed = INSTALLED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut boxed = callback.map(Box::new);
@@ -88,7 +90,7 @@ fn install(callback: Option<Callback>) -> Result<()> {
     // SAFETY: `user_data` points into `boxed`, which is stored below and
     // kept until a later installation returns (after which the library
     // never calls it again).
-    check(unsafe { sys::tf_set_log_callback(f, user_data) })?;
+    check(unsafe { lib.tf_set_log_callback(f, user_data) })?;
     *installed = boxed;
     Ok(())
 }
@@ -97,7 +99,7 @@ fn install(callback: Option<Callback>) -> Result<()> {
 /// the previous callback is never called again; it waits for calls of the
 /// previous callback in progress on other threads.  A panic in `callback`
 /// is caught and reported on stderr.  Errors: RuntimeState when called
-/// from inside a log callback.
+/// from inside a log callback; LibraryNotFound without libtenferro_gpu.so.1.
 pub fn set_log_callback<F>(callback: F) -> Result<()>
 where
     F: Fn(LogLevel, &str) + Send + Sync + 'static,

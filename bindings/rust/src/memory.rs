@@ -1,64 +1,171 @@
-//! Device memory and transfers: [`DeviceBuffer`], uploads, downloads,
-//! scalars and copies (include/tenferro_gpu.h, "Device memory and
-//! transfers"; docs/transfers.md).
+//! Device memory as typed slices: [`DeviceBuffer<T>`] owns an allocation,
+//! [`DeviceSlice`] and [`DeviceSliceMut`] borrow a range of one, as `Vec<T>`,
+//! `&[T]` and `&mut [T]` do on the host.  Element types are [`DeviceRepr`]:
+//! plain numbers, so every transfer copies exactly `len * size_of::<T>()`
+//! bytes and any bytes the device holds are a valid `T`.
 //!
-//! Device memory is a [`DeviceBuffer<T>`] that owns its allocation, or a
-//! device address (`u64`, a CUdeviceptr) that the caller owns; the library
-//! checks every address range before it queues anything.  Work is queued
-//! on the calling thread's stream slot after what is already queued there.
+//! A buffer belongs to the [`Stream`] it was allocated on: it is freed on
+//! that stream (in order after the work queued there), and its own methods
+//! (`upload`, `to_vec`, ...) run there too.  The borrow checker keeps views
+//! from outliving their buffer and a mutable view from coexisting with any
+//! other view of it (see "What does not compile" below).
+//!
+//! # Threads
+//!
+//! A `DeviceBuffer<T>` is `Send` and `Sync`; views are `Send` and `Sync`
+//! like the references they mirror.  Each holds (or borrows) a [`Stream`],
+//! whose handle the C library lets any thread use; a buffer is freed by
+//! `tf_free` on its own stream from whichever thread drops it, which the
+//! library allows.  `&DeviceBuffer` only reads device memory (downloads,
+//! copies from it), and writes need `&mut`, so sharing a buffer between
+//! threads races no more than sharing a `&[T]` does.  What the types do not
+//! order is work on *other* streams: a buffer used on another slot's stream
+//! must have that work finished (or waited for with [`Stream::wait_for`] or
+//! an [`Event`](crate::Event)) before it is dropped or reused, as with any
+//! CUDA allocation.
+//!
+//! # What does not compile
+//!
+//! A view cannot outlive its buffer:
+//!
+//! ```compile_fail,E0515
+//! # use tenferro_gpu::{DeviceSlice, Stream};
+//! fn dangling(stream: &Stream) -> DeviceSlice<'static, f32> {
+//!     let buffer = stream.alloc::<f32>(4).unwrap();
+//!     buffer.slice(..) // `buffer` is dropped here while still borrowed
+//! }
+//! ```
+//!
+//! A mutable view excludes every other view of the same buffer:
+//!
+//! ```compile_fail,E0502
+//! # use tenferro_gpu::Stream;
+//! # fn f(stream: &Stream) -> tenferro_gpu::Result<()> {
+//! let mut buffer = stream.alloc::<f32>(4)?;
+//! let read = buffer.slice(0..2);
+//! let write = buffer.slice_mut(2..4); // `buffer` is already borrowed
+//! stream.copy(&read, &mut { write })?;
+//! # Ok(()) }
+//! ```
+//!
+//! Element types must be [`DeviceRepr`]; a `bool` is not (most bytes are not
+//! a valid `bool`):
+//!
+//! ```compile_fail,E0277
+//! # use tenferro_gpu::Stream;
+//! # fn f(stream: &Stream) {
+//! let flags = stream.alloc::<bool>(4);
+//! # }
+//! ```
 
 use std::marker::PhantomData;
 use std::mem::size_of;
-use std::os::raw::c_void;
+use std::ops::{Bound, RangeBounds};
 
-use crate::error::{check, out_param, Error, Result};
-use crate::runtime::Runtime;
-use crate::sys;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
 
-/// Types whose values are plain bytes: every bit pattern is a valid value
-/// and there is no padding, so device memory may be read into them.
+/// Element types of device memory: plain numbers (and arrays of them),
+/// whose every bit pattern is a valid value and which have no padding, so
+/// that uploads and downloads copy exactly `size_of::<T>()` bytes per value
+/// and a download can never produce an invalid value.
+///
+/// Implemented for `u8`..`u128`, `i8`..`i128`, `usize`, `isize`, `f32`,
+/// `f64` and `[T; N]` of those.
 ///
 /// # Safety
-/// Implement it only for such types.
-pub unsafe trait Plain: Copy + Send + Sync + 'static {}
+/// Implement it only for `Copy` types without padding bytes for which every
+/// bit pattern of `size_of::<T>()` bytes is a valid value (a `#[repr(C)]`
+/// struct of such fields with no padding between or after them qualifies;
+/// `bool`, `char`, references and enums do not).
+pub unsafe trait DeviceRepr: Copy + Send + Sync + 'static {}
 
-macro_rules! plain {
-    ($($t:ty),*) => { $(unsafe impl Plain for $t {})* };
+macro_rules! device_repr {
+    ($($t:ty),*) => { $(
+        // SAFETY: a primitive number: no padding, every bit pattern valid.
+        unsafe impl DeviceRepr for $t {}
+    )* };
 }
-plain!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
-unsafe impl<T: Plain, const N: usize> Plain for [T; N] {}
+device_repr!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+// SAFETY: an array of such values has no padding between its elements.
+unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 
-fn bytes<T: Plain>(len: usize, what: &str) -> Result<usize> {
+/// Bytes of `len` values of `T`, or an InvalidArgument naming `what`.
+pub(crate) fn byte_len<T>(len: usize, what: &str) -> Result<usize> {
     len.checked_mul(size_of::<T>())
         .ok_or_else(|| Error::invalid_argument(what, "the byte size overflows usize"))
 }
 
-/// `len` values of `T` of device memory from `tf_alloc`, owned: dropping it
-/// frees it (`tf_free`) in order on the stream slot it was allocated from,
-/// whichever thread drops it, so work queued there before still sees it;
-/// work on other slots that uses it must be finished first (a
-/// [`Runtime::slot_wait`], an [`crate::Event`], or a sync of that slot).
-/// [`DeviceBuffer::retire`] frees it once the device has passed the work
-/// queued so far on the calling thread's slot instead.
+/// `(start, end)` of `range` within `0..len`, or `None`.
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+fn out_of_range(start: Bound<&usize>, end: Bound<&usize>, len: usize) -> ! {
+    panic!("tenferro-gpu: range ({start:?}, {end:?}) is out of bounds of a device slice of length {len}")
+}
+
+fn offset<T>(ptr: u64, start: usize) -> u64 {
+    ptr + (start * size_of::<T>()) as u64
+}
+
+/// `len` values of `T` of device memory from `tf_alloc`, owned, like a
+/// `Vec<T>` on the device.
 ///
-/// The buffer holds a reference to its runtime.  Its contents start
-/// uninitialized (any bit pattern, which is a valid `T`).
-pub struct DeviceBuffer<T: Plain> {
-    rt: Runtime,
+/// Dropping it frees it (`tf_free`) in order on the [`Stream`] it was
+/// allocated on, whichever thread drops it, so work queued there before
+/// still sees it; [`DeviceBuffer::free`] does the same and reports an
+/// error, [`DeviceBuffer::retire`] frees it once the device has passed the
+/// work queued so far, without waiting.  The buffer holds a reference to
+/// its stream (and so to the runtime).  Its contents start uninitialized:
+/// any bit pattern, which is a valid `T`.
+pub struct DeviceBuffer<T: DeviceRepr> {
+    stream: Stream,
     ptr: u64,
     len: usize,
-    slot: i32,
     _values: PhantomData<T>,
 }
 
-impl<T: Plain> DeviceBuffer<T> {
-    /// The device address (0 for an empty buffer).
-    pub fn ptr(&self) -> u64 {
-        self.ptr
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    pub(crate) fn owned(stream: Stream, ptr: u64, len: usize) -> Self {
+        DeviceBuffer { stream, ptr, len, _values: PhantomData }
     }
-    /// The address field itself, for kernel arguments.
-    pub(crate) fn ptr_ref(&self) -> &u64 {
-        &self.ptr
+
+    /// Takes ownership of `len` values at device address `ptr`, to be freed
+    /// on `stream`.
+    ///
+    /// # Safety
+    /// `ptr` must be the start of an allocation from `tf_alloc` of
+    /// `stream`'s device holding at least `len` values of `T`, owned by
+    /// nothing else (it will be freed once).
+    pub unsafe fn from_raw(stream: &Stream, ptr: u64, len: usize) -> Self {
+        Self::owned(stream.clone(), ptr, len)
+    }
+
+    /// Gives up ownership without freeing; returns the device address.
+    pub fn into_raw(self) -> u64 {
+        let ptr = self.ptr;
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again but for its stream,
+        // moved out once here and dropped.
+        drop(unsafe { std::ptr::read(&this.stream) });
+        ptr
+    }
+
+    /// The device address (a `CUdeviceptr`; 0 for an empty buffer), for
+    /// other CUDA libraries.  Valid while the buffer lives.
+    pub fn as_raw(&self) -> u64 {
+        self.ptr
     }
     /// Number of values.
     pub fn len(&self) -> usize {
@@ -71,191 +178,302 @@ impl<T: Plain> DeviceBuffer<T> {
     pub fn byte_len(&self) -> usize {
         self.len * size_of::<T>()
     }
-    /// The runtime the buffer was allocated through.
-    pub fn runtime(&self) -> &Runtime {
-        &self.rt
-    }
-    /// The stream slot the buffer was allocated (and is freed) on.
-    pub fn slot(&self) -> i32 {
-        self.slot
+    /// The stream the buffer was allocated on and is freed on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
     }
 
-    fn range(&self, offset: usize, count: usize, what: &str) -> Result<u64> {
-        match offset.checked_add(count) {
-            Some(end) if end <= self.len => Ok(self.ptr + (offset * size_of::<T>()) as u64),
-            _ => Err(Error::invalid_argument(
-                what,
-                &format!("{count} values at offset {offset} do not fit the {} of the buffer", self.len),
-            )),
-        }
+    /// The whole buffer, borrowed.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice { ptr: self.ptr, len: self.len, stream: &self.stream, _values: PhantomData }
+    }
+    /// The whole buffer, borrowed mutably.
+    pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut { ptr: self.ptr, len: self.len, stream: &self.stream, _values: PhantomData }
+    }
+    /// The values in `range`; panics if it is out of bounds, as slicing does.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceSlice<'_, T> {
+        self.as_slice().narrowed(range)
+    }
+    /// The values in `range`, or `None` if it is out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Option<DeviceSlice<'_, T>> {
+        self.as_slice().try_narrowed(range)
+    }
+    /// The values in `range`, mutably; panics if it is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceSliceMut<'_, T> {
+        self.as_slice_mut().narrowed(range)
+    }
+    /// The values in `range`, mutably, or `None` if it is out of bounds.
+    pub fn try_slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Option<DeviceSliceMut<'_, T>> {
+        self.as_slice_mut().try_narrowed(range)
     }
 
-    /// Copies `src` into the buffer starting at value `offset`.
-    pub fn upload_at(&mut self, offset: usize, src: &[T]) -> Result<()> {
-        let dst = self.range(offset, src.len(), "DeviceBuffer::upload")?;
-        self.rt.upload(src, dst)
-    }
-    /// Copies `src` into the start of the buffer.
+    /// Copies `src` (of the buffer's length) into the buffer, on the
+    /// buffer's stream.  `src` may be reused on return.
     pub fn upload(&mut self, src: &[T]) -> Result<()> {
-        self.upload_at(0, src)
+        self.as_slice_mut().upload(src)
     }
-    /// Fills `dst` from value `offset` on, after the work queued on this
-    /// thread's slot.
-    pub fn download_at(&self, offset: usize, dst: &mut [T]) -> Result<()> {
-        let src = self.range(offset, dst.len(), "DeviceBuffer::download")?;
-        self.rt.download(src, dst)
-    }
-    /// Fills `dst` from the start of the buffer.
+    /// Fills `dst` (of the buffer's length) after the work queued on the
+    /// buffer's stream.
     pub fn download(&self, dst: &mut [T]) -> Result<()> {
-        self.download_at(0, dst)
+        self.as_slice().download(dst)
     }
-    /// The whole buffer as a `Vec`.
+    /// The whole buffer as a `Vec`, after the work queued on its stream.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut out = Vec::with_capacity(self.len);
-        // SAFETY: T is Plain (any bytes are a value); download writes all
-        // of it before the Vec is read, and on failure the Vec is dropped.
-        unsafe { out.set_len(self.len) };
-        self.download(&mut out)?;
-        Ok(out)
+        self.as_slice().to_vec()
     }
-    /// Copies all of `src` (of the same length) into this buffer on the
-    /// device, queued on this thread's slot (`tf_copy`).
-    pub fn copy_from(&mut self, src: &DeviceBuffer<T>) -> Result<()> {
-        if src.len != self.len {
-            return Err(Error::invalid_argument(
-                "DeviceBuffer::copy_from",
-                &format!("lengths differ: {} into {}", src.len, self.len),
-            ));
-        }
-        self.rt.copy(src.ptr, self.ptr, self.byte_len())
+    /// Copies `src` (of the same length) into this buffer on the device,
+    /// queued on this buffer's stream (`tf_copy`).
+    pub fn copy_from(&mut self, src: &impl AsDeviceSlice<T>) -> Result<()> {
+        self.as_slice_mut().copy_from(src)
     }
 
-    /// Frees the memory now and reports the library's error (Drop ignores
-    /// it; the memory is then leaked, never freed twice).
+    /// Frees the memory now, on its stream, and reports the library's error
+    /// (Drop ignores it; the memory is then leaked, never freed twice).
     pub fn free(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again but for moving its
-        // runtime out, once.
-        let rt = unsafe { std::ptr::read(&this.rt) };
-        free_on_slot(&rt, this.ptr, this.slot)
+        // stream out, once.
+        let stream = unsafe { std::ptr::read(&this.stream) };
+        stream.free_raw(this.ptr)
     }
 
     /// Frees the memory once the device has passed the work queued so far
-    /// on this thread's slot, without waiting ([`Runtime::retire`]).  The
+    /// on the buffer's stream, without waiting ([`Stream::retire`]).  The
     /// runtime stays alive until the release runs (a later sync, poll or
     /// retire on any of its handles).  On an error other than
     /// InvalidArgument the memory is leaked, as the device may still use it.
     pub fn retire(self) -> Result<()> {
-        let rt = self.rt.clone();
-        rt.retire(move || drop(self))
+        let stream = self.stream.clone();
+        stream.retire(move || drop(self))
     }
 }
 
-/// `tf_free(ptr)` ordered on stream slot `slot` of `rt`.
-fn free_on_slot(rt: &Runtime, ptr: u64, slot: i32) -> Result<()> {
-    if rt.current_slot()? == slot {
-        // SAFETY: a live handle; ptr came from tf_alloc.
-        return check(unsafe { sys::tf_free(rt.as_raw(), ptr) });
-    }
-    let bound = rt.bind_slot(slot)?;
-    // SAFETY: as above.
-    check(unsafe { sys::tf_free(bound.as_raw(), ptr) })
-}
-
-impl<T: Plain> Drop for DeviceBuffer<T> {
+impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        let _ = free_on_slot(&self.rt, self.ptr, self.slot);
+        let _ = self.stream.free_raw(self.ptr);
     }
 }
 
-impl<T: Plain> std::fmt::Debug for DeviceBuffer<T> {
+impl<T: DeviceRepr> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("ptr", &format_args!("{:#x}", self.ptr))
             .field("len", &self.len)
-            .field("slot", &self.slot)
+            .field("slot", &self.stream.slot())
             .finish()
     }
 }
 
-impl Runtime {
-    /// A [`DeviceBuffer`] of `len` values (`tf_alloc`), in order on this
-    /// thread's slot.  Errors: OutOfMemory, InvalidArgument (the size
-    /// overflows), DeviceFault, Cuda.
-    pub fn alloc<T: Plain>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let n = bytes::<T>(len, "Runtime::alloc")?;
-        let rt = self.clone();
-        let slot = rt.current_slot()?;
-        // SAFETY: a live handle and a valid out pointer.
-        let ptr = out_param(|out| unsafe { sys::tf_alloc(rt.as_raw(), n, out) })?;
-        Ok(DeviceBuffer { rt, ptr, len, slot, _values: PhantomData })
-    }
+/// A borrowed range of device memory, like `&[T]`: from
+/// [`DeviceBuffer::slice`] and friends.  `Copy`; it cannot outlive its
+/// buffer.  Its own methods run on its buffer's stream.
+#[derive(Clone, Copy)]
+pub struct DeviceSlice<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    stream: &'a Stream,
+    _values: PhantomData<&'a [T]>,
+}
 
-    /// Copies `src` to device memory at `dst` (`tf_upload`); `src` may be
-    /// reused on return, later work on this slot sees the data.
-    pub fn upload<T: Plain>(&self, src: &[T], dst: u64) -> Result<()> {
-        let n = bytes::<T>(src.len(), "Runtime::upload")?;
-        // SAFETY: src is readable for n bytes during the call.
-        check(unsafe { sys::tf_upload(self.as_raw(), src.as_ptr().cast(), dst, n) })
-    }
+/// A mutably borrowed range of device memory, like `&mut [T]`: from
+/// [`DeviceBuffer::slice_mut`] and friends.  While it lives no other view
+/// of the same buffer does.  Its own methods run on its buffer's stream.
+pub struct DeviceSliceMut<'a, T: DeviceRepr> {
+    ptr: u64,
+    len: usize,
+    stream: &'a Stream,
+    _values: PhantomData<&'a mut [T]>,
+}
 
-    /// Fills `dst` from device memory at `src` after the work queued on
-    /// this slot (`tf_download`).  On failure `dst` may be partly written.
-    pub fn download<T: Plain>(&self, src: u64, dst: &mut [T]) -> Result<()> {
-        let n = bytes::<T>(dst.len(), "Runtime::download")?;
-        // SAFETY: dst is writable for n bytes, and any bytes are a T.  A
-        // Rust slice is pageable memory unless the caller registered it
-        // with CUDA: then no device write can outlive the call.
-        check(unsafe { sys::tf_download(self.as_raw(), src, dst.as_mut_ptr().cast(), n) })
+impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
+    /// A view of `len` values at `ptr`, to be used with `stream`.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len * size_of::<T>()` must be device memory of
+    /// `stream`'s device that stays allocated, and that nothing writes
+    /// through another handle, for `'a`.
+    pub unsafe fn from_raw(stream: &'a Stream, ptr: u64, len: usize) -> Self {
+        DeviceSlice { ptr, len, stream, _values: PhantomData }
     }
-
-    /// Reads one small value (at most 16 bytes) at `src` after the work
-    /// queued on this slot (`tf_download_scalar`).
-    pub fn download_scalar<T: Plain>(&self, src: u64) -> Result<T> {
-        if size_of::<T>() > sys::TF_SCALAR_DOWNLOAD_MAX_BYTES {
-            return Err(Error::invalid_argument(
-                "Runtime::download_scalar",
-                &format!("a {}-byte value is over the 16-byte limit", size_of::<T>()),
-            ));
-        }
-        let mut value = std::mem::MaybeUninit::<T>::zeroed();
-        // SAFETY: value is writable for size_of::<T>() bytes.
-        check(unsafe {
-            sys::tf_download_scalar(
-                self.as_raw(),
-                src,
-                value.as_mut_ptr().cast::<c_void>(),
-                size_of::<T>(),
-            )
-        })?;
-        // SAFETY: written on TF_OK; any bytes are a T.
-        Ok(unsafe { value.assume_init() })
+    /// The values in `range` of this view; panics if it is out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceSlice<'a, T> {
+        self.narrowed(range)
     }
-
-    /// Copies `len` bytes of device memory from `src` to `dst` (both of
-    /// this runtime's device, not overlapping), queued on this slot
-    /// (`tf_copy`).
-    pub fn copy(&self, src: u64, dst: u64, len: usize) -> Result<()> {
-        // SAFETY: the library checks both device ranges.
-        check(unsafe { sys::tf_copy(self.as_raw(), src, dst, len) })
+    /// The values in `range` of this view, or `None` if out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Option<DeviceSlice<'a, T>> {
+        self.try_narrowed(range)
     }
-
-    /// Whether copies from this runtime's device to `dst_rt`'s run
-    /// directly (`tf_peer_copy_available`); true on one device.
-    pub fn peer_copy_available(&self, dst_rt: &Runtime) -> Result<bool> {
-        // SAFETY: live handles and a valid out pointer.
-        let yes = out_param(|out| unsafe {
-            sys::tf_peer_copy_available(self.as_raw(), dst_rt.as_raw(), out)
-        })?;
-        Ok(yes != 0)
+    /// Fills `dst` (of the view's length) after the work queued on the
+    /// view's stream.
+    pub fn download(&self, dst: &mut [T]) -> Result<()> {
+        self.stream.download(self, dst)
     }
-
-    /// Copies `len` bytes from `src` on this runtime's device to `dst` on
-    /// `dst_rt`'s, queued on this thread's slot of this runtime
-    /// (`tf_peer_copy`).  `dst_rt`'s streams do not wait: sync this slot
-    /// before work there uses `dst`.
-    pub fn peer_copy(&self, src: u64, dst_rt: &Runtime, dst: u64, len: usize) -> Result<()> {
-        // SAFETY: the library checks both device ranges.
-        check(unsafe { sys::tf_peer_copy(self.as_raw(), src, dst_rt.as_raw(), dst, len) })
+    /// The view's values as a `Vec`, after the work queued on its stream.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.stream.to_vec(self)
     }
 }
+
+impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
+    /// A mutable view of `len` values at `ptr`, to be used with `stream`.
+    ///
+    /// # Safety
+    /// As [`DeviceSlice::from_raw`], and nothing else reads or writes the
+    /// range through another handle for `'a`.
+    pub unsafe fn from_raw(stream: &'a Stream, ptr: u64, len: usize) -> Self {
+        DeviceSliceMut { ptr, len, stream, _values: PhantomData }
+    }
+    /// This view, read-only, for as long as it is borrowed.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice { ptr: self.ptr, len: self.len, stream: self.stream, _values: PhantomData }
+    }
+    /// The values in `range` of this view, mutably, for as long as this
+    /// view is borrowed; panics if it is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceSliceMut<'_, T> {
+        self.reborrow().narrowed(range)
+    }
+    /// As [`DeviceSliceMut::slice_mut`], or `None` if out of bounds.
+    pub fn try_slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Option<DeviceSliceMut<'_, T>> {
+        self.reborrow().try_narrowed(range)
+    }
+    /// Splits the view into `[0, mid)` and `[mid, len)`; panics if `mid` is
+    /// past the end, as `<[T]>::split_at_mut` does.
+    pub fn split_at_mut(self, mid: usize) -> (DeviceSliceMut<'a, T>, DeviceSliceMut<'a, T>) {
+        assert!(
+            mid <= self.len,
+            "tenferro-gpu: split at {mid} of a device slice of length {}",
+            self.len
+        );
+        let tail = DeviceSliceMut { ptr: offset::<T>(self.ptr, mid), len: self.len - mid, ..self };
+        (DeviceSliceMut { len: mid, ..self }, tail)
+    }
+    fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut { ptr: self.ptr, len: self.len, stream: self.stream, _values: PhantomData }
+    }
+    /// Copies `src` (of the view's length) into the view, on the view's
+    /// stream.  `src` may be reused on return.
+    pub fn upload(&mut self, src: &[T]) -> Result<()> {
+        let stream = self.stream;
+        stream.upload(src, self)
+    }
+    /// Copies `src` (of the same length) into this view on the device,
+    /// queued on this view's stream (`tf_copy`).
+    pub fn copy_from(&mut self, src: &impl AsDeviceSlice<T>) -> Result<()> {
+        let stream = self.stream;
+        stream.copy(src, self)
+    }
+}
+
+/// Device memory that can be read as a [`DeviceSlice`]: buffers and both
+/// kinds of views.  What the typed transfers of [`Stream`] take as sources.
+pub trait AsDeviceSlice<T: DeviceRepr> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T>;
+}
+
+/// Device memory that can be written as a [`DeviceSliceMut`]: buffers and
+/// mutable views.  What the typed transfers of [`Stream`] take as
+/// destinations.
+pub trait AsDeviceSliceMut<T: DeviceRepr>: AsDeviceSlice<T> {
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T>;
+}
+
+impl<T: DeviceRepr> AsDeviceSlice<T> for DeviceBuffer<T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        self.as_slice()
+    }
+}
+impl<T: DeviceRepr> AsDeviceSliceMut<T> for DeviceBuffer<T> {
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.as_slice_mut()
+    }
+}
+impl<T: DeviceRepr> AsDeviceSlice<T> for DeviceSlice<'_, T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        *self
+    }
+}
+impl<T: DeviceRepr> AsDeviceSlice<T> for DeviceSliceMut<'_, T> {
+    fn as_device_slice(&self) -> DeviceSlice<'_, T> {
+        self.as_slice()
+    }
+}
+impl<T: DeviceRepr> AsDeviceSliceMut<T> for DeviceSliceMut<'_, T> {
+    fn as_device_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.reborrow()
+    }
+}
+
+/// The address field of device memory, for kernel arguments: it lives as
+/// long as the value.
+pub(crate) trait AddressField {
+    fn address_field(&self) -> &u64;
+}
+impl<T: DeviceRepr> AddressField for DeviceBuffer<T> {
+    fn address_field(&self) -> &u64 {
+        &self.ptr
+    }
+}
+
+/// What both views share: address, length and stream, narrowing to a
+/// range, Debug, and the address field kernel arguments point at.
+macro_rules! view_common {
+    ($view:ident) => {
+        impl<'a, T: DeviceRepr> $view<'a, T> {
+            /// The device address of the first value.
+            pub fn as_raw(&self) -> u64 {
+                self.ptr
+            }
+            /// Number of values.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+            /// Size in bytes.
+            pub fn byte_len(&self) -> usize {
+                self.len * size_of::<T>()
+            }
+            /// The stream of the buffer this view borrows.
+            pub fn stream(&self) -> &'a Stream {
+                self.stream
+            }
+            /// The values in `range` of this view, or `None` if out of bounds.
+            fn try_narrowed(self, range: impl RangeBounds<usize>) -> Option<Self> {
+                let (start, end) = bounds(range, self.len)?;
+                Some($view { ptr: offset::<T>(self.ptr, start), len: end - start, ..self })
+            }
+            /// As `try_narrowed`, panicking as slicing does.
+            fn narrowed(self, range: impl RangeBounds<usize>) -> Self {
+                let (start, end) = (range.start_bound().cloned(), range.end_bound().cloned());
+                let len = self.len;
+                self.try_narrowed((start, end))
+                    .unwrap_or_else(|| out_of_range(start.as_ref(), end.as_ref(), len))
+            }
+        }
+
+        impl<T: DeviceRepr> std::fmt::Debug for $view<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($view))
+                    .field("ptr", &format_args!("{:#x}", self.ptr))
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+
+        impl<T: DeviceRepr> AddressField for $view<'_, T> {
+            fn address_field(&self) -> &u64 {
+                &self.ptr
+            }
+        }
+    };
+}
+view_common!(DeviceSlice);
+view_common!(DeviceSliceMut);

@@ -8,6 +8,8 @@ use std::ptr::NonNull;
 use crate::callback::{with_context_trampoline, Frame};
 use crate::device::DeviceProperties;
 use crate::error::{check, out_param, Result};
+use crate::library::{api, defaults};
+use crate::stream::Stream;
 use crate::sys;
 
 /// Options of [`Runtime::with_options`], starting at the library's
@@ -18,42 +20,54 @@ use crate::sys;
 /// let rt = Runtime::with_options(0, &RuntimeOptions::new().stream_slots(4))?;
 /// # Ok::<(), tenferro_gpu::Error>(())
 /// ```
+///
+/// The defaults and bounds are the header's constants, linked below; the
+/// library checks every value when the runtime is created.
 #[derive(Clone, Copy)]
 pub struct RuntimeOptions {
     raw: sys::tf_runtime_options,
 }
 
 impl RuntimeOptions {
-    /// The library's defaults.
+    /// The library's defaults.  Without libtenferro_gpu.so.1 (see
+    /// [`crate::load`]) every field but the size is zero; creating a
+    /// runtime fails then anyway.
     pub fn new() -> Self {
-        // SAFETY: the struct's own init sets struct_size and the defaults.
-        RuntimeOptions { raw: unsafe { sys::initialised(sys::tf_runtime_options_init) } }
+        RuntimeOptions { raw: defaults(|lib| lib.tf_runtime_options_init) }
     }
-    /// Number of stream slots, 1 ..= 256 (default 8).
+    /// Number of stream slots, 1 ..= [`sys::TF_MAX_STREAM_SLOTS`] (default
+    /// [`sys::TF_DEFAULT_STREAM_SLOTS`]).
     pub fn stream_slots(mut self, slots: u32) -> Self {
         self.raw.stream_slots = slots;
         self
     }
     /// Bytes of device memory for each slot's cuBLAS workspace; 0 runs
-    /// cuBLAS without one (default 32 MiB).
+    /// cuBLAS without one (default [`sys::TF_DEFAULT_CUBLAS_WORKSPACE_BYTES`]).
     pub fn cublas_workspace_bytes(mut self, bytes: u64) -> Self {
         self.raw.cublas_workspace_bytes = bytes;
         self
     }
-    /// Most workspace retirements in flight, 1 ..= 1048576 (default 1024).
+    /// Most workspace retirements in flight, 1 ..=
+    /// [`sys::TF_MAX_RETIREMENT_CAPACITY`] (default
+    /// [`sys::TF_DEFAULT_RETIREMENT_CAPACITY`]).
     pub fn retirement_capacity(mut self, capacity: u32) -> Self {
         self.raw.retirement_capacity = capacity;
         self
     }
     /// Host threads copying a bulk download into pageable memory, caller
-    /// included, 1 ..= 64; 0 (default) picks 12 or the CPUs the process may
-    /// use, if fewer.
+    /// included, 1 ..= [`sys::TF_MAX_DOWNLOAD_THREADS`]; 0 (the default
+    /// value of the field) picks [`sys::TF_DEFAULT_DOWNLOAD_THREADS`], or
+    /// the number of CPUs the process may run on if that is smaller.
     pub fn download_threads(mut self, threads: u32) -> Self {
         self.raw.download_threads = threads;
         self
     }
-    /// Bytes of each of a slot's two page-locked download staging buffers:
-    /// a multiple of 4096 in 64 KiB ..= 256 MiB; 0 (default) picks 16 MiB.
+    /// Bytes of each page-locked staging buffer a slot uses for bulk
+    /// downloads into pageable memory (a slot holds a small fixed number of
+    /// them, docs/transfers.md), and the longest step such a download is cut
+    /// into: a multiple of 4096 in [`sys::TF_MIN_DOWNLOAD_CHUNK_BYTES`]
+    /// ..= [`sys::TF_MAX_DOWNLOAD_CHUNK_BYTES`]; 0 (the default value of the
+    /// field) picks [`sys::TF_DEFAULT_DOWNLOAD_CHUNK_BYTES`].
     pub fn download_chunk_bytes(mut self, bytes: u32) -> Self {
         self.raw.download_chunk_bytes = bytes;
         self
@@ -124,17 +138,23 @@ impl Capability {
 ///
 /// `Clone` adds a reference (`tf_runtime_retain`) and `Drop` releases one
 /// (`tf_runtime_release`); the runtime is torn down when its last
-/// reference goes, bound handles included.  A `Runtime` is `Send` and
-/// `Sync`: every thread that uses it works on its own stream slot (its
-/// sequence number modulo the slot count); [`Runtime::bind_slot`] gives a
-/// handle that uses one fixed slot from any thread, for async tasks that
-/// move between threads.
+/// reference goes, streams, buffers, events and modules included.
+///
+/// A `Runtime`'s own calls use **the calling OS thread's** stream slot (its
+/// sequence number modulo the slot count): fine for work that stays on one
+/// `std::thread`, wrong for anything that can move between threads between
+/// two calls (an async task).  [`Runtime::stream`] gives a [`Stream`], whose
+/// calls always use one slot, whichever thread makes them: reach for it
+/// first.
 pub struct Runtime {
     raw: NonNull<sys::tf_runtime>,
 }
 
-// SAFETY: the library documents every function as callable from any
-// thread with a shared handle; it serializes what needs serializing.
+// SAFETY: Send + Sync.  The header lets every function be called from any
+// thread, and a runtime handle be shared by threads: each function
+// serializes what it must (slot locks, the stream-creation lock, atomics).
+// The handle is a counted reference, released once by Drop, which needs
+// ownership, so no thread can use it after another released it.
 unsafe impl Send for Runtime {}
 unsafe impl Sync for Runtime {}
 
@@ -142,10 +162,11 @@ impl Runtime {
     /// A runtime on device `ordinal` with the default options.  Errors:
     /// InvalidArgument, DeviceUnavailable (the message lists the devices),
     /// NoDevice, DriverNotFound, DriverStub, DriverTooOld, NotSupported,
-    /// OutOfMemory, Cuda.
+    /// OutOfMemory, Cuda; LibraryNotFound without libtenferro_gpu.so.1.
     pub fn new(ordinal: i32) -> Result<Runtime> {
+        let lib = api()?;
         // SAFETY: `out` is a valid out pointer.
-        let raw = out_param(|out| unsafe { sys::tf_runtime_new(ordinal, out) })?;
+        let raw = out_param(|out| unsafe { lib.tf_runtime_new(ordinal, out) })?;
         // SAFETY: on TF_OK the library wrote a handle with one reference.
         Ok(unsafe { Runtime::from_raw(raw) })
     }
@@ -153,9 +174,10 @@ impl Runtime {
     /// A runtime on device `ordinal` with `options`; errors as [`Runtime::new`]
     /// (InvalidArgument for an option out of range).
     pub fn with_options(ordinal: i32, options: &RuntimeOptions) -> Result<Runtime> {
+        let lib = api()?;
         // SAFETY: valid options struct and out pointer.
         let raw = out_param(|out| unsafe {
-            sys::tf_runtime_new_with_options(ordinal, options.as_raw(), out)
+            lib.tf_runtime_new_with_options(ordinal, options.as_raw(), out)
         })?;
         Ok(unsafe { Runtime::from_raw(raw) })
     }
@@ -185,51 +207,71 @@ impl Runtime {
     /// Another reference to the same runtime, or the library's error
     /// (which a live handle never gets).
     pub fn try_clone(&self) -> Result<Runtime> {
+        let lib = api()?;
         // SAFETY: a live handle.
-        check(unsafe { sys::tf_runtime_retain(self.as_raw()) })?;
+        check(unsafe { lib.tf_runtime_retain(self.as_raw()) })?;
         Ok(Runtime { raw: self.raw })
     }
 
+    /// A [`Stream`] on slot `slot`, 0 .. slot count - 1: a handle whose
+    /// transfers, enqueues and syncs always use that slot's stream, from
+    /// whichever thread they are made (`tf_runtime_bind_slot`).  Streams of
+    /// one slot share its stream.  Errors: InvalidArgument (slot out of
+    /// range), OutOfMemory.
+    pub fn stream(&self, slot: i32) -> Result<Stream> {
+        Ok(Stream::bound(self.bind_slot(slot)?, slot))
+    }
+
+    /// A [`Stream`] on the slot the calling thread uses now.
+    pub fn current_stream(&self) -> Result<Stream> {
+        self.stream(self.current_slot()?)
+    }
+
     /// A handle on the same runtime whose calls use stream slot `slot`
-    /// whatever thread makes them (`tf_runtime_bind_slot`).  Binding a
+    /// whatever thread makes them (`tf_runtime_bind_slot`), as a plain
+    /// `Runtime`; [`Runtime::stream`] wraps it as a [`Stream`].  Binding a
     /// bound handle rebinds.  Errors: InvalidArgument (slot out of range),
     /// OutOfMemory.
     pub fn bind_slot(&self, slot: i32) -> Result<Runtime> {
+        let lib = api()?;
         // SAFETY: a live handle and a valid out pointer.
-        let raw = out_param(|out| unsafe { sys::tf_runtime_bind_slot(self.as_raw(), slot, out) })?;
+        let raw = out_param(|out| unsafe { lib.tf_runtime_bind_slot(self.as_raw(), slot, out) })?;
         Ok(unsafe { Runtime::from_raw(raw) })
     }
 
     fn query<T: Copy>(
         &self,
-        f: unsafe extern "C" fn(*const sys::tf_runtime, *mut T) -> sys::tf_status,
+        pick: fn(&sys::Library) -> unsafe extern "C" fn(*const sys::tf_runtime, *mut T) -> sys::tf_status,
     ) -> Result<T> {
+        let f = pick(api()?);
         // SAFETY: a live handle and a valid out pointer of f's type.
         out_param(|out| unsafe { f(self.as_raw(), out) })
     }
 
     /// A number fresh for every new runtime in this process, equal for its
-    /// clones and bound handles.  A cache key; it grants nothing.
+    /// clones, streams and bound handles.  A cache key; it grants nothing.
     pub fn identity(&self) -> Result<u64> {
-        self.query(sys::tf_runtime_identity)
+        self.query(|lib| lib.tf_runtime_identity)
     }
 
     /// Device memory made through this runtime belongs to this domain.
     pub fn allocation_domain(&self) -> Result<u64> {
-        self.query(sys::tf_runtime_allocation_domain)
+        self.query(|lib| lib.tf_runtime_allocation_domain)
     }
 
     /// Properties of the runtime's device (no driver call).
     pub fn device_info(&self) -> Result<DeviceProperties> {
+        let lib = api()?;
         // SAFETY: a live handle; `out` is initialised by `query`.
-        DeviceProperties::query(|out| unsafe { sys::tf_runtime_device_info(self.as_raw(), out) })
+        DeviceProperties::query(lib, |out| unsafe { lib.tf_runtime_device_info(self.as_raw(), out) })
     }
 
     /// Whether the runtime supports `capability` (an unknown one: false).
     pub fn supports(&self, capability: Capability) -> Result<bool> {
+        let lib = api()?;
         // SAFETY: a live handle and a valid out pointer.
         let supported = out_param(|out| unsafe {
-            sys::tf_runtime_supports(self.as_raw(), capability.raw(), out)
+            lib.tf_runtime_supports(self.as_raw(), capability.raw(), out)
         })?;
         Ok(supported != 0)
     }
@@ -238,33 +280,36 @@ impl Runtime {
     /// runtime lives.  Prefer [`Runtime::with_context`] to making it
     /// current yourself.
     pub fn primary_context(&self) -> Result<*mut c_void> {
-        self.query(sys::tf_runtime_primary_context)
+        self.query(|lib| lib.tf_runtime_primary_context)
     }
 
     /// Number of stream slots.
     pub fn slot_count(&self) -> Result<i32> {
-        self.query(sys::tf_runtime_slot_count)
+        self.query(|lib| lib.tf_runtime_slot_count)
     }
 
     /// The stream slot the calling thread uses (the bound slot of a handle
     /// from [`Runtime::bind_slot`]).
     pub fn current_slot(&self) -> Result<i32> {
-        self.query(sys::tf_runtime_current_slot)
+        self.query(|lib| lib.tf_runtime_current_slot)
     }
 
-    /// The calling thread's slot stream (a `CUstream`), created on first
-    /// use and never replaced while the runtime lives.  Work enqueued on it
-    /// is ordered with the library's own work on that slot.  Errors:
-    /// RuntimeState (forked child), DeviceFault, Cuda, OutOfMemory.
-    pub fn stream(&self) -> Result<*mut c_void> {
+    /// The calling thread's slot stream as a raw `CUstream`, created on
+    /// first use and never replaced while the runtime lives; for other CUDA
+    /// libraries.  Work enqueued on it is ordered with the library's own
+    /// work on that slot.  Errors: RuntimeState (forked child), DeviceFault,
+    /// Cuda, OutOfMemory.
+    pub fn cu_stream(&self) -> Result<*mut c_void> {
+        let lib = api()?;
         // SAFETY: a live handle and a valid out pointer.
-        out_param(|out| unsafe { sys::tf_runtime_stream(self.as_raw(), out) })
+        out_param(|out| unsafe { lib.tf_runtime_stream(self.as_raw(), out) })
     }
 
-    /// As [`Runtime::stream`] for an explicit slot 0 .. slot count - 1.
-    pub fn slot_stream(&self, slot: i32) -> Result<*mut c_void> {
+    /// As [`Runtime::cu_stream`] for an explicit slot 0 .. slot count - 1.
+    pub fn cu_slot_stream(&self, slot: i32) -> Result<*mut c_void> {
+        let lib = api()?;
         // SAFETY: a live handle and a valid out pointer.
-        out_param(|out| unsafe { sys::tf_runtime_slot_stream(self.as_raw(), slot, out) })
+        out_param(|out| unsafe { lib.tf_runtime_slot_stream(self.as_raw(), slot, out) })
     }
 
     /// Runs `f` with the runtime's primary context current on this thread
@@ -280,11 +325,12 @@ impl Runtime {
     where
         F: FnOnce() -> R,
     {
+        let lib = api()?;
         let mut frame = Frame::new(f);
         // SAFETY: the trampoline's types match the frame's, and the frame
         // outlives the call, which uses it only while it runs.
         let status = unsafe {
-            sys::tf_with_context(
+            lib.tf_with_context(
                 self.as_raw(),
                 Some(with_context_trampoline::<F, R>),
                 frame.as_user_data(),
@@ -293,12 +339,14 @@ impl Runtime {
         frame.finish(status, "tf_with_context")
     }
 
-    /// Waits for the work queued on the calling thread's slot stream, then
-    /// runs the workspace retirements the device has passed.  Other slots
-    /// are not waited for.  Errors: DeviceFault, RuntimeState, Cuda.
+    /// Waits for the work queued on the calling thread's slot stream (the
+    /// bound slot of a bound handle), then runs the workspace retirements
+    /// the device has passed.  Other slots are not waited for.  Errors:
+    /// DeviceFault, RuntimeState, Cuda.
     pub fn sync(&self) -> Result<()> {
+        let lib = api()?;
         // SAFETY: a live handle.
-        check(unsafe { sys::tf_runtime_sync(self.as_raw()) })
+        check(unsafe { lib.tf_runtime_sync(self.as_raw()) })
     }
 }
 
@@ -315,8 +363,10 @@ impl Drop for Runtime {
     /// synchronizes the runtime's streams and frees what it owns; failures
     /// there go to the log.
     fn drop(&mut self) {
-        // SAFETY: this reference is ours; nothing uses it afterwards.
-        unsafe { sys::tf_runtime_release(self.raw.as_ptr()) };
+        if let Ok(lib) = api() {
+            // SAFETY: this reference is ours; nothing uses it afterwards.
+            unsafe { lib.tf_runtime_release(self.raw.as_ptr()) };
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use std::ptr::NonNull;
 
 use crate::callback::{cublas_trampoline, release_trampoline, stream_trampoline, Frame, Release};
 use crate::error::{check, out_param, Result};
+use crate::library::api;
 use crate::runtime::Runtime;
 use crate::sys;
 
@@ -58,11 +59,12 @@ impl Runtime {
     where
         F: FnOnce(*mut c_void, *mut c_void) -> i32,
     {
+        let lib = api()?;
         let mut frame = Frame::<F, ()>::new(f);
         // SAFETY: the trampoline's types match the frame's; the frame
         // outlives the call.
         let status = unsafe {
-            sys::tf_cublas_enqueue(
+            lib.tf_cublas_enqueue(
                 self.as_raw(),
                 mode.raw(),
                 Some(cublas_trampoline::<F>),
@@ -80,10 +82,11 @@ impl Runtime {
     where
         F: FnOnce(*mut c_void) -> R,
     {
+        let lib = api()?;
         let mut frame = Frame::<F, R>::new(f);
         // SAFETY: as in cublas_enqueue.
         let status = unsafe {
-            sys::tf_stream_enqueue(
+            lib.tf_stream_enqueue(
                 self.as_raw(),
                 Some(stream_trampoline::<F, R>),
                 frame.as_user_data(),
@@ -95,29 +98,33 @@ impl Runtime {
     /// Makes this thread's slot stream wait, on the device, for the work
     /// queued on slot `other_slot` before this call (`tf_slot_wait`).
     pub fn slot_wait(&self, other_slot: i32) -> Result<()> {
+        let lib = api()?;
         // SAFETY: a live handle.
-        check(unsafe { sys::tf_slot_wait(self.as_raw(), other_slot) })
+        check(unsafe { lib.tf_slot_wait(self.as_raw(), other_slot) })
     }
 
     /// A new [`Event`] in the runtime's primary context (`tf_event_new`).
     pub fn event(&self) -> Result<Event> {
+        let lib = api()?;
         // SAFETY: a live handle and a valid out pointer.
-        let raw = out_param(|out| unsafe { sys::tf_event_new(self.as_raw(), out) })?;
+        let raw = out_param(|out| unsafe { lib.tf_event_new(self.as_raw(), out) })?;
         Ok(Event { raw: NonNull::new(raw).expect("tf_event_new gave NULL") })
     }
 
     /// Records `event` on this handle's slot: it completes when the work
     /// queued there before this call is done (`tf_event_record`).
     pub fn record_event(&self, event: &Event) -> Result<()> {
+        let lib = api()?;
         // SAFETY: live handles.
-        check(unsafe { sys::tf_event_record(self.as_raw(), event.as_raw()) })
+        check(unsafe { lib.tf_event_record(self.as_raw(), event.as_raw()) })
     }
 
     /// Makes this handle's slot wait, on the device, for the latest record
     /// of `event` (`tf_event_wait`).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let lib = api()?;
         // SAFETY: live handles.
-        check(unsafe { sys::tf_event_wait(self.as_raw(), event.as_raw()) })
+        check(unsafe { lib.tf_event_wait(self.as_raw(), event.as_raw()) })
     }
 
     /// Runs `release` once the device has finished the work queued so far
@@ -131,14 +138,25 @@ impl Runtime {
     /// If the library refuses (InvalidArgument, InvalidHandle) `release` is
     /// dropped without running.  On any other error the device may still
     /// use what `release` owns, so it is leaked, never dropped.
+    ///
+    /// `release` must be `Send`: it may run on another thread.  This does
+    /// not compile (an `Rc` is not `Send`):
+    ///
+    /// ```compile_fail,E0277
+    /// # fn f(rt: &tenferro_gpu::Runtime) {
+    /// let shared = std::rc::Rc::new(vec![0u8; 16]);
+    /// rt.retire(move || drop(shared));
+    /// # }
+    /// ```
     pub fn retire<F>(&self, release: F) -> Result<()>
     where
         F: FnOnce() + Send + 'static,
     {
+        let lib = api()?;
         let resource: *mut Release = Box::into_raw(Box::new(Box::new(release) as Release));
         // SAFETY: release_trampoline takes back exactly this box, once.
         let status = unsafe {
-            sys::tf_workspace_retire(
+            lib.tf_workspace_retire(
                 self.as_raw(),
                 resource.cast(),
                 Some(release_trampoline),
@@ -155,15 +173,17 @@ impl Runtime {
     /// Runs the releases of every retirement the device has passed, on all
     /// slots, without waiting (`tf_workspace_poll`).
     pub fn poll_retirements(&self) -> Result<()> {
+        let lib = api()?;
         // SAFETY: a live handle.
-        check(unsafe { sys::tf_workspace_poll(self.as_raw()) })
+        check(unsafe { lib.tf_workspace_poll(self.as_raw()) })
     }
 
     /// The runtime's retirement counters (`tf_workspace_stats`).
     pub fn retirement_stats(&self) -> Result<RetirementStats> {
+        let lib = api()?;
         // SAFETY: the struct's own init, a live handle.
-        let mut raw = unsafe { sys::initialised(sys::tf_retirement_stats_init) };
-        check(unsafe { sys::tf_workspace_stats(self.as_raw(), &mut raw) })?;
+        let mut raw = unsafe { sys::initialised(lib.tf_retirement_stats_init) };
+        check(unsafe { lib.tf_workspace_stats(self.as_raw(), &mut raw) })?;
         Ok(RetirementStats {
             capacity: raw.capacity,
             deferred: raw.deferred,
@@ -185,7 +205,9 @@ pub struct Event {
     raw: NonNull<sys::tf_event>,
 }
 
-// SAFETY: the library documents events as usable from any thread.
+// SAFETY: Send + Sync.  The header makes events thread-safe: any thread
+// may record, wait for, query or synchronize one, and retain and release
+// are atomic; the last release happens in Drop, which needs ownership.
 unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
@@ -197,31 +219,37 @@ impl Event {
 
     /// Blocks until the latest record is done (`tf_event_synchronize`).
     pub fn synchronize(&self) -> Result<()> {
+        let lib = api()?;
         // SAFETY: a live event.
-        check(unsafe { sys::tf_event_synchronize(self.as_raw()) })
+        check(unsafe { lib.tf_event_synchronize(self.as_raw()) })
     }
 
     /// Whether the latest record is done (or there was none), without
     /// waiting (`tf_event_query`).
     pub fn query(&self) -> Result<bool> {
+        let lib = api()?;
         // SAFETY: a live event and a valid out pointer.
-        Ok(out_param(|out| unsafe { sys::tf_event_query(self.as_raw(), out) })? != 0)
+        Ok(out_param(|out| unsafe { lib.tf_event_query(self.as_raw(), out) })? != 0)
     }
 }
 
 impl Clone for Event {
     fn clone(&self) -> Event {
-        // SAFETY: a live event.
-        let st = unsafe { sys::tf_event_retain(self.as_raw()) };
-        check(st).unwrap_or_else(|e| panic!("tenferro-gpu: {e}"));
+        let retained = api().and_then(|lib| {
+            // SAFETY: a live event.
+            check(unsafe { lib.tf_event_retain(self.as_raw()) })
+        });
+        retained.unwrap_or_else(|e| panic!("tenferro-gpu: {e}"));
         Event { raw: self.raw }
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: this reference is ours.
-        unsafe { sys::tf_event_release(self.raw.as_ptr()) };
+        if let Ok(lib) = api() {
+            // SAFETY: this reference is ours.
+            unsafe { lib.tf_event_release(self.raw.as_ptr()) };
+        }
     }
 }
 

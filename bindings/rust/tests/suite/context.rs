@@ -100,12 +100,12 @@ fn the_closure_may_use_the_runtime() {
     let rt = Runtime::new(0).unwrap();
     let s = rt
         .with_context(|| {
-            let s = rt.stream().unwrap();
+            let s = rt.cu_stream().unwrap();
             rt.sync().unwrap();
             s as usize
         })
         .unwrap();
-    assert_eq!(s, rt.stream().unwrap() as usize);
+    assert_eq!(s, rt.cu_stream().unwrap() as usize);
 }
 
 #[test]

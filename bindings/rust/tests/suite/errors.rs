@@ -50,12 +50,12 @@ fn double_a_driver_failure_carries_operation_call_and_cuda_code() {
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
     d.inject("cuStreamCreate", 1, support::CUDA_ERROR_OUT_OF_MEMORY, 1);
-    let e = rt.stream().unwrap_err();
+    let e = rt.cu_stream().unwrap_err();
     assert_eq!(e.status(), Status::OutOfMemory);
     assert_eq!((e.operation(), e.call()), ("tf_runtime_stream", "cuStreamCreate"));
     assert_eq!((e.code(), e.code_domain()), (support::CUDA_ERROR_OUT_OF_MEMORY, CodeDomain::Cuda));
     assert!(e.message().contains("CUDA_ERROR_OUT_OF_MEMORY (2)"), "{e}");
-    assert!(!rt.stream().unwrap().is_null()); // a failed creation is retried
+    assert!(!rt.cu_stream().unwrap().is_null()); // a failed creation is retried
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn double_a_sticky_fault_is_a_device_fault() {
     let _s = serial();
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     unsafe {
         (d.poison_context)(rt.primary_context().unwrap(), support::CUDA_ERROR_ILLEGAL_ADDRESS)
     };
@@ -100,7 +100,7 @@ fn each_thread_gets_its_own_record() {
                 for i in 0..200 {
                     let bad = 10 + index * 1000 + i;
                     if index % 2 == 1 {
-                        let e = rt.slot_stream(bad).unwrap_err();
+                        let e = rt.cu_slot_stream(bad).unwrap_err();
                         assert_eq!(e.operation(), "tf_runtime_slot_stream");
                         assert!(e.message().contains(&format!("slot {bad} is outside")), "{e}");
                     } else {
@@ -122,7 +122,7 @@ fn last_error_mirrors_the_returned_error_until_cleared() {
     let _s = serial();
     let rt = Runtime::new(0).unwrap();
     assert_eq!(tg::last_error(), None);
-    let e = rt.slot_stream(-1).unwrap_err();
+    let e = rt.cu_slot_stream(-1).unwrap_err();
     assert_eq!(tg::last_error().as_ref(), Some(&e));
     rt.sync().unwrap(); // success leaves the record alone
     assert_eq!(tg::last_error(), Some(e));

@@ -2,7 +2,7 @@
 //! reference; the same checks run against the cuBLAS double and on a GPU.
 
 use tenferro_gpu::cublas::{Gemm, GemmScalar, Op};
-use tenferro_gpu::{CodeDomain, DeviceBuffer, Runtime, Status};
+use tenferro_gpu::{CodeDomain, DeviceBuffer, Runtime, Status, Stream};
 
 use crate::support::{self, serial};
 
@@ -32,20 +32,19 @@ fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
     c
 }
 
-fn device<T: GemmScalar>(rt: &Runtime, host: &[T]) -> DeviceBuffer<T> {
-    let mut buf = rt.alloc::<T>(host.len()).unwrap();
-    buf.upload(host).unwrap();
-    buf
+fn device<T: GemmScalar>(stream: &Stream, host: &[T]) -> DeviceBuffer<T> {
+    stream.alloc_from(host).unwrap()
 }
 
 fn check_matmul<T: GemmScalar + From<u8> + Into<f64>>(cast: fn(f64) -> T, tolerance: f64) {
     let rt = Runtime::new(0).unwrap();
+    let stream = rt.stream(0).unwrap();
     for (m, n, k) in SHAPES {
         let a: Vec<T> = values(m * k, (m * 31 + k) as u64).into_iter().map(cast).collect();
         let b: Vec<T> = values(k * n, (n * 17 + k) as u64).into_iter().map(cast).collect();
-        let (da, db) = (device(&rt, &a), device(&rt, &b));
-        let mut dc = rt.alloc::<T>(m * n).unwrap();
-        rt.matmul(&da, &db, &mut dc, m, n, k).unwrap();
+        let (da, db) = (device(&stream, &a), device(&stream, &b));
+        let mut dc = stream.alloc::<T>(m * n).unwrap();
+        stream.matmul(&da, &db, &mut dc, m, n, k).unwrap();
         let got = dc.to_vec().unwrap();
         let a64: Vec<f64> = a.into_iter().map(Into::into).collect();
         let b64: Vec<f64> = b.into_iter().map(Into::into).collect();
@@ -72,7 +71,7 @@ fn dgemm_matmul_equals_the_cpu_reference() {
 #[test]
 fn column_major_gemm_with_transposes_alpha_beta_and_padding() {
     let _s = serial();
-    let rt = Runtime::new(0).unwrap();
+    let stream = Runtime::new(0).unwrap().stream(1).unwrap();
     let (m, n, k, pad) = (5usize, 7usize, 3usize, 2usize);
     for (ta, tb) in [(Op::N, Op::N), (Op::T, Op::N), (Op::N, Op::T), (Op::T, Op::T)] {
         let (ar, ac) = if ta == Op::T { (k, m) } else { (m, k) };
@@ -81,10 +80,10 @@ fn column_major_gemm_with_transposes_alpha_beta_and_padding() {
         let a = values(lda * ac, 3);
         let b = values(br * bc, 5);
         let c0 = values(m * n, 7);
-        let (da, db) = (device(&rt, &a), device(&rt, &b));
-        let mut dc = device(&rt, &c0);
+        let (da, db) = (device(&stream, &a), device(&stream, &b));
+        let mut dc = device(&stream, &c0);
         let shape = Gemm::new(m, n, k).trans(ta, tb).leading(lda, br, m);
-        rt.gemm(&shape, 2.0, &da, &db, 0.5, &mut dc).unwrap();
+        stream.gemm(&shape, 2.0, &da, &db, 0.5, &mut dc).unwrap();
         let got = dc.to_vec().unwrap();
         let at = |i: usize, p: usize| if ta == Op::T { a[i * lda + p] } else { a[p * lda + i] };
         let bt = |p: usize, j: usize| if tb == Op::T { b[p * br + j] } else { b[j * br + p] };
@@ -95,6 +94,19 @@ fn column_major_gemm_with_transposes_alpha_beta_and_padding() {
             }
         }
     }
+}
+
+#[test]
+fn gemm_works_on_views_of_larger_buffers() {
+    let _s = serial();
+    let stream = Runtime::new(0).unwrap().stream(0).unwrap();
+    // A and B side by side in one buffer, C in the middle of another.
+    let ab = device(&stream, &[1.0f64, 2.0, 3.0, 4.0, /* B: */ 5.0, 6.0, 7.0, 8.0]);
+    let mut c = device(&stream, &[-1.0f64; 8]);
+    let (a, b) = (ab.slice(..4), ab.slice(4..));
+    stream.matmul(&a, &b, &mut c.slice_mut(2..6), 2, 2, 2).unwrap();
+    // row-major [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50]
+    assert_eq!(c.to_vec().unwrap(), [-1.0, -1.0, 19.0, 22.0, 43.0, 50.0, -1.0, -1.0]);
 }
 
 #[test]
@@ -119,10 +131,10 @@ fn shapes_are_checked_before_cublas_is_called() {
 fn double_a_refused_gemm_is_a_provider_error() {
     let _s = serial();
     let d = support::double();
-    let rt = Runtime::new(0).unwrap();
-    let buf = rt.alloc::<f32>(16).unwrap();
-    let mut c = rt.alloc::<f32>(16).unwrap();
+    let stream = Runtime::new(0).unwrap().stream(0).unwrap();
+    let buf = stream.alloc::<f32>(16).unwrap();
+    let mut c = stream.alloc::<f32>(16).unwrap();
     d.inject("cublasSgemm_v2", 1, 13, 1);
-    let e = rt.gemm(&Gemm::new(2, 2, 2), 1.0f32, &buf, &buf, 0.0, &mut c).unwrap_err();
+    let e = stream.gemm(&Gemm::new(2, 2, 2), 1.0f32, &buf, &buf, 0.0, &mut c).unwrap_err();
     assert_eq!((e.status(), e.code(), e.code_domain()), (Status::Provider, 13, CodeDomain::Cublas));
 }

@@ -28,19 +28,25 @@ fn a_compiled_kernel_runs_on_the_slot_stream() {
     drop(program);
     let add = module.function("tfd_add_f32").unwrap();
     drop(module); // the function keeps it loaded
+    let stream = rt.stream(0).unwrap();
     for n in [1u32, 1000, 4097] {
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let y = vec![0.5f32; n as usize];
-        let mut dx = rt.alloc::<f32>(n as usize).unwrap();
-        let mut dy = rt.alloc::<f32>(n as usize).unwrap();
-        let out = rt.alloc::<f32>(n as usize).unwrap();
-        dx.upload(&x).unwrap();
-        dy.upload(&y).unwrap();
+        let dx = stream.alloc_from(&x).unwrap();
+        let dy = stream.alloc_from(&y).unwrap();
+        let out = stream.alloc::<f32>(n as usize).unwrap();
         // SAFETY: (const float *, const float *, float *, unsigned).
-        unsafe { rt.launch(&add, &LaunchConfig::linear(n, 256), &[&dx, &dy, &out, &n]).unwrap() };
+        unsafe { stream.launch(&add, &LaunchConfig::linear(n, 256), &[&dx, &dy, &out, &n]).unwrap() };
         let want: Vec<f32> = x.iter().map(|v| v + 0.5).collect();
         assert_eq!(out.to_vec().unwrap(), want);
     }
+    // views pass their own address: add the upper halves into a window
+    let x = stream.alloc_from(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let mut out = stream.alloc_from(&[0.0f32; 4]).unwrap();
+    let (hi, two) = (x.slice(2..), 2u32);
+    let window = out.slice_mut(1..3);
+    unsafe { stream.launch(&add, &LaunchConfig::linear(2, 32), &[&hi, &hi, &window, &two]).unwrap() };
+    assert_eq!(out.to_vec().unwrap(), [0.0, 6.0, 8.0, 0.0]);
 }
 
 #[test]

@@ -62,7 +62,7 @@ fn double_teardown_warnings_are_logged() {
     let _s = serial();
     let got = collect();
     let rt = Runtime::new(0).unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     support::double().inject("cuStreamSynchronize", 1, support::CUDA_ERROR_UNKNOWN, 1);
     drop(rt);
     tg::reset_log_callback().unwrap();

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod absent;
 mod context;
 mod errors;
 mod gemm;
@@ -13,3 +14,5 @@ mod memory;
 mod runtime;
 mod source;
 mod stream_work;
+mod streams;
+mod threads;

@@ -25,7 +25,7 @@ fn double_drop_releases_the_runtime() {
     let streams = d.streams();
     let rt = Runtime::new(0).unwrap();
     assert_eq!(d.refcount(), 1);
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     assert_eq!(d.streams(), streams + 1);
     drop(rt);
     assert_eq!(d.refcount(), 0);
@@ -40,7 +40,7 @@ fn clones_share_identity_state_and_slots() {
     assert_eq!(twin.as_raw(), rt.as_raw());
     assert_eq!(twin.identity().unwrap(), rt.identity().unwrap());
     assert_eq!(twin.slot_count().unwrap(), 3);
-    assert_eq!(twin.stream().unwrap(), rt.stream().unwrap());
+    assert_eq!(twin.cu_stream().unwrap(), rt.cu_stream().unwrap());
 }
 
 #[test]
@@ -149,10 +149,10 @@ fn supports_answers_known_and_unknown_capabilities() {
 fn the_stream_is_created_once_non_blocking_in_the_primary_context() {
     let _s = serial();
     let rt = Runtime::new(0).unwrap();
-    let s = rt.stream().unwrap();
+    let s = rt.cu_stream().unwrap();
     assert!(!s.is_null());
-    assert_eq!(rt.stream().unwrap(), s);
-    assert_eq!(rt.slot_stream(rt.current_slot().unwrap()).unwrap(), s);
+    assert_eq!(rt.cu_stream().unwrap(), s);
+    assert_eq!(rt.cu_slot_stream(rt.current_slot().unwrap()).unwrap(), s);
     if support::is_double() {
         let d = support::double();
         assert_eq!(unsafe { (d.stream_flags)(s) }, support::CU_STREAM_NON_BLOCKING);
@@ -166,13 +166,13 @@ fn the_stream_is_created_once_non_blocking_in_the_primary_context() {
 fn each_slot_has_its_own_stream() {
     let _s = serial();
     let rt = slots(4);
-    let streams: Vec<_> = (0..4).map(|i| rt.slot_stream(i).unwrap()).collect();
+    let streams: Vec<_> = (0..4).map(|i| rt.cu_slot_stream(i).unwrap()).collect();
     for i in 0..4 {
         for j in 0..i {
             assert_ne!(streams[i], streams[j]);
         }
     }
-    let e = rt.slot_stream(4).unwrap_err();
+    let e = rt.cu_slot_stream(4).unwrap_err();
     assert!(e.message().contains("slot 4 is outside 0..3"), "{e}");
 }
 
@@ -185,7 +185,7 @@ fn threads_get_their_slots_and_their_streams() {
         // one after the other: consecutive thread numbers
         let rt = rt.clone();
         let (slot, stream) =
-            thread::spawn(move || (rt.current_slot().unwrap(), rt.stream().unwrap() as usize))
+            thread::spawn(move || (rt.current_slot().unwrap(), rt.cu_stream().unwrap() as usize))
                 .join()
                 .unwrap();
         seen.push((slot, stream));
@@ -194,7 +194,7 @@ fn threads_get_their_slots_and_their_streams() {
     let steps: Vec<i32> = seen.iter().map(|&(s, _)| (s - first).rem_euclid(64)).collect();
     assert_eq!(steps, vec![0, 1, 2, 3]);
     for &(slot, stream) in &seen {
-        assert_eq!(rt.slot_stream(slot).unwrap() as usize, stream);
+        assert_eq!(rt.cu_slot_stream(slot).unwrap() as usize, stream);
     }
 }
 
@@ -203,10 +203,10 @@ fn a_bound_handle_uses_its_slot_from_every_thread() {
     let _s = serial();
     let rt = slots(4);
     let bound = rt.bind_slot(2).unwrap();
-    let expected = rt.slot_stream(2).unwrap() as usize;
+    let expected = rt.cu_slot_stream(2).unwrap() as usize;
     let from_thread = thread::scope(|scope| {
         scope
-            .spawn(|| (bound.current_slot().unwrap(), bound.stream().unwrap() as usize))
+            .spawn(|| (bound.current_slot().unwrap(), bound.cu_stream().unwrap() as usize))
             .join()
             .unwrap()
     });
@@ -221,7 +221,7 @@ fn double_sync_reports_a_failed_wait() {
     let _s = serial();
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     d.inject("cuStreamSynchronize", 1, support::CUDA_ERROR_UNKNOWN, 1);
     let e = rt.sync().unwrap_err();
     assert_eq!(e.status(), Status::Cuda);

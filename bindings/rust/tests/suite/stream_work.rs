@@ -22,7 +22,7 @@ fn cublas_enqueue_gives_the_slots_handle_and_stream() {
         })
         .unwrap();
     }
-    let stream = rt.stream().unwrap() as usize;
+    let stream = rt.cu_stream().unwrap() as usize;
     let ctx = rt.primary_context().unwrap() as usize;
     assert_eq!(seen[0], seen[1]);
     assert_eq!((seen[0].1, seen[0].2), (stream, ctx));
@@ -55,7 +55,7 @@ fn stream_enqueue_returns_the_closures_value_and_refuses_reentry() {
     let _s = serial();
     let rt = Runtime::new(0).unwrap();
     let stream = rt.stream_enqueue(|s| s as usize).unwrap();
-    assert_eq!(stream, rt.stream().unwrap() as usize);
+    assert_eq!(stream, rt.cu_stream().unwrap() as usize);
     let inner = rt.cublas_enqueue(PointerMode::Host, |_, _| {
         let e = rt.stream_enqueue(|_| ()).unwrap_err();
         assert_eq!(e.status(), Status::RuntimeState);
@@ -107,7 +107,7 @@ fn double_an_event_keeps_its_runtime_alive() {
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
     let ev = rt.event().unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     unsafe { (d.set_async_pending)(1) };
     rt.record_event(&ev).unwrap();
     drop(rt);
@@ -150,7 +150,7 @@ fn double_a_release_waits_for_the_device() {
     let _s = serial();
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     unsafe { (d.set_async_pending)(1) };
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
@@ -166,7 +166,7 @@ fn double_a_failed_retirement_leaks_what_the_release_owns() {
     let _s = serial();
     let d = support::double();
     let rt = Runtime::new(0).unwrap();
-    rt.stream().unwrap();
+    rt.cu_stream().unwrap();
     let owned = Arc::new(());
     let held = owned.clone();
     unsafe { (d.poison_context)((d.primary_context)(0), support::CUDA_ERROR_ILLEGAL_ADDRESS) };
@@ -190,7 +190,7 @@ fn threads_enqueue_on_their_own_slots() {
                         0
                     })
                     .unwrap();
-                    (s, rt.stream().unwrap() as usize)
+                    (s, rt.cu_stream().unwrap() as usize)
                 })
             })
             .collect();

@@ -1,9 +1,10 @@
-//! Raw declarations of `include/tenferro_gpu.h`, one for one.
+//! The declarations of `include/tenferro_gpu.h`, one for one: constants,
+//! types and `#[repr(C)]` structs in the header's order, then every function
+//! (once, in `declare_functions!`).
 //!
-//! Everything here is `unsafe` to call and follows the C contract exactly
-//! (the header is the manual).  The safe API of this crate is built on it;
-//! use these directly only for what the safe API does not cover.  Structs
-//! must be initialised with their `*_init` function before use.
+//! Constants keep the header's names and values; structs its field names,
+//! order and C types.  The crate's tests compare all of them with the header
+//! and with the measured layout in abi/layout.c.
 #![allow(non_camel_case_types)]
 
 use std::marker::{PhantomData, PhantomPinned};
@@ -16,6 +17,10 @@ pub const TF_VERSION_MINOR: u32 = 0;
 pub const TF_VERSION_PATCH: u32 = 0;
 pub const TF_VERSION_NUMBER: u32 =
     TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH;
+pub const TF_VERSION_STRING: &str = "1.0.0";
+
+/// Largest struct_size the library accepts in a versioned struct.
+pub const TF_MAX_STRUCT_SIZE: u32 = 65536;
 
 // ---- Statuses and errors ---------------------------------------------------
 
@@ -99,15 +104,25 @@ pub struct tf_runtime {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Default number of stream slots.
 pub const TF_DEFAULT_STREAM_SLOTS: u32 = 8;
+/// Largest accepted number of stream slots.
 pub const TF_MAX_STREAM_SLOTS: u32 = 256;
+/// Default cuBLAS workspace per slot: 32 MiB.
 pub const TF_DEFAULT_CUBLAS_WORKSPACE_BYTES: u64 = 32 << 20;
+/// Default bound of the workspace retirement queue.
 pub const TF_DEFAULT_RETIREMENT_CAPACITY: u32 = 1024;
-pub const TF_MAX_RETIREMENT_CAPACITY: u32 = 1_048_576;
+/// Largest accepted retirement queue bound.
+pub const TF_MAX_RETIREMENT_CAPACITY: u32 = 1048576;
+/// Default of tf_runtime_options::download_threads (0 selects it).
 pub const TF_DEFAULT_DOWNLOAD_THREADS: u32 = 12;
+/// Largest accepted tf_runtime_options::download_threads.
 pub const TF_MAX_DOWNLOAD_THREADS: u32 = 64;
+/// Default of tf_runtime_options::download_chunk_bytes (0 selects it).
 pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = 16 << 20;
+/// Smallest accepted tf_runtime_options::download_chunk_bytes.
 pub const TF_MIN_DOWNLOAD_CHUNK_BYTES: u32 = 64 << 10;
+/// Largest accepted tf_runtime_options::download_chunk_bytes.
 pub const TF_MAX_DOWNLOAD_CHUNK_BYTES: u32 = 256 << 20;
 
 #[repr(C)]
@@ -140,7 +155,11 @@ pub const TF_CUBLAS_POINTER_MODE_DEVICE: i32 = 1;
 
 /// `int32_t (*fn)(void *cublas_handle, void *stream, void *user_data)`.
 pub type tf_cublas_fn = Option<
-    unsafe extern "C" fn(cublas_handle: *mut c_void, stream: *mut c_void, user_data: *mut c_void) -> i32,
+    unsafe extern "C" fn(
+        cublas_handle: *mut c_void,
+        stream: *mut c_void,
+        user_data: *mut c_void,
+    ) -> i32,
 >;
 /// `int32_t (*fn)(void *stream, void *user_data)` of tf_stream_enqueue.
 pub type tf_stream_fn =
@@ -212,179 +231,168 @@ pub struct tf_program {
 
 // ---- Device memory and transfers --------------------------------------------
 
+/// Largest length tf_download_scalar() accepts.
 pub const TF_SCALAR_DOWNLOAD_MAX_BYTES: usize = 16;
 
-extern "C" {
+declare_functions! {
     // Version
-    pub fn tf_version() -> u32;
-    pub fn tf_version_string() -> *const c_char;
+    fn tf_version() -> u32;
+    fn tf_version_string() -> *const c_char;
 
     // Statuses and errors
-    pub fn tf_status_string(status: tf_status) -> *const c_char;
-    pub fn tf_last_error_message() -> *const c_char;
-    pub fn tf_last_error_operation() -> *const c_char;
-    pub fn tf_last_error_call() -> *const c_char;
-    pub fn tf_last_error_code() -> i32;
-    pub fn tf_last_error_code_domain() -> i32;
-    pub fn tf_last_error_status() -> tf_status;
-    pub fn tf_clear_last_error();
-    pub fn tf_error_info_init(info: *mut tf_error_info, struct_size: usize);
-    pub fn tf_last_error(out: *mut tf_error_info) -> tf_status;
+    fn tf_status_string(status: tf_status) -> *const c_char;
+    fn tf_last_error_message() -> *const c_char;
+    fn tf_last_error_operation() -> *const c_char;
+    fn tf_last_error_call() -> *const c_char;
+    fn tf_last_error_code() -> i32;
+    fn tf_last_error_code_domain() -> i32;
+    fn tf_last_error_status() -> tf_status;
+    fn tf_clear_last_error();
+    fn tf_error_info_init(info: *mut tf_error_info, struct_size: usize);
+    fn tf_last_error(out: *mut tf_error_info) -> tf_status;
 
     // Logging
-    pub fn tf_set_log_callback(f: tf_log_fn, user_data: *mut c_void) -> tf_status;
+    fn tf_set_log_callback(f: tf_log_fn, user_data: *mut c_void) -> tf_status;
 
     // Devices
-    pub fn tf_device_properties_init(info: *mut tf_device_properties, struct_size: usize);
-    pub fn tf_gpu_available() -> i32;
-    pub fn tf_device_count(out_count: *mut i32) -> tf_status;
-    pub fn tf_device_info(ordinal: i32, out: *mut tf_device_properties) -> tf_status;
+    fn tf_device_properties_init(info: *mut tf_device_properties, struct_size: usize);
+    fn tf_gpu_available() -> i32;
+    fn tf_device_count(out_count: *mut i32) -> tf_status;
+    fn tf_device_info(ordinal: i32, out: *mut tf_device_properties) -> tf_status;
 
     // Runtime
-    pub fn tf_runtime_options_init(options: *mut tf_runtime_options, struct_size: usize);
-    pub fn tf_runtime_new(ordinal: i32, out: *mut *mut tf_runtime) -> tf_status;
-    pub fn tf_runtime_new_with_options(
+    fn tf_runtime_options_init(options: *mut tf_runtime_options, struct_size: usize);
+    fn tf_runtime_new(ordinal: i32, out: *mut *mut tf_runtime) -> tf_status;
+    fn tf_runtime_new_with_options(
         ordinal: i32,
         options: *const tf_runtime_options,
         out: *mut *mut tf_runtime,
     ) -> tf_status;
-    pub fn tf_runtime_retain(rt: *mut tf_runtime) -> tf_status;
-    pub fn tf_runtime_release(rt: *mut tf_runtime) -> tf_status;
-    pub fn tf_runtime_bind_slot(
+    fn tf_runtime_retain(rt: *mut tf_runtime) -> tf_status;
+    fn tf_runtime_release(rt: *mut tf_runtime) -> tf_status;
+    fn tf_runtime_bind_slot(
         rt: *mut tf_runtime,
         slot: i32,
         out: *mut *mut tf_runtime,
     ) -> tf_status;
-    pub fn tf_runtime_identity(rt: *const tf_runtime, out: *mut u64) -> tf_status;
-    pub fn tf_runtime_allocation_domain(rt: *const tf_runtime, out: *mut u64) -> tf_status;
-    pub fn tf_runtime_device_info(
+    fn tf_runtime_identity(rt: *const tf_runtime, out: *mut u64) -> tf_status;
+    fn tf_runtime_allocation_domain(rt: *const tf_runtime, out: *mut u64) -> tf_status;
+    fn tf_runtime_device_info(
         rt: *const tf_runtime,
         out: *mut tf_device_properties,
     ) -> tf_status;
-    pub fn tf_runtime_supports(
+    fn tf_runtime_supports(
         rt: *const tf_runtime,
         capability: i32,
         out_supported: *mut i32,
     ) -> tf_status;
-    pub fn tf_runtime_primary_context(
+    fn tf_runtime_primary_context(
         rt: *const tf_runtime,
         out_context: *mut *mut c_void,
     ) -> tf_status;
-    pub fn tf_runtime_slot_count(rt: *const tf_runtime, out_count: *mut i32) -> tf_status;
-    pub fn tf_runtime_current_slot(rt: *const tf_runtime, out_slot: *mut i32) -> tf_status;
-    pub fn tf_runtime_stream(rt: *mut tf_runtime, out_stream: *mut *mut c_void) -> tf_status;
-    pub fn tf_runtime_slot_stream(
+    fn tf_runtime_slot_count(rt: *const tf_runtime, out_count: *mut i32) -> tf_status;
+    fn tf_runtime_current_slot(rt: *const tf_runtime, out_slot: *mut i32) -> tf_status;
+    fn tf_runtime_stream(rt: *mut tf_runtime, out_stream: *mut *mut c_void) -> tf_status;
+    fn tf_runtime_slot_stream(
         rt: *mut tf_runtime,
         slot: i32,
         out_stream: *mut *mut c_void,
     ) -> tf_status;
-    pub fn tf_with_context(
+    fn tf_with_context(
         rt: *mut tf_runtime,
         f: tf_context_fn,
         user_data: *mut c_void,
     ) -> tf_status;
-    pub fn tf_runtime_sync(rt: *mut tf_runtime) -> tf_status;
+    fn tf_runtime_sync(rt: *mut tf_runtime) -> tf_status;
 
     // Work on the slot streams: cuBLAS, any library, kernels, retirement
-    pub fn tf_cublas_enqueue(
+    fn tf_cublas_enqueue(
         rt: *mut tf_runtime,
         pointer_mode: i32,
         f: tf_cublas_fn,
         user_data: *mut c_void,
     ) -> tf_status;
-    pub fn tf_cublas_symbol(name: *const c_char, out_function: *mut *mut c_void) -> tf_status;
-    pub fn tf_cublas_version(out_version: *mut i32) -> tf_status;
-    pub fn tf_stream_enqueue(rt: *mut tf_runtime, f: tf_stream_fn, user_data: *mut c_void)
+    fn tf_cublas_symbol(name: *const c_char, out_function: *mut *mut c_void) -> tf_status;
+    fn tf_cublas_version(out_version: *mut i32) -> tf_status;
+    fn tf_stream_enqueue(rt: *mut tf_runtime, f: tf_stream_fn, user_data: *mut c_void)
         -> tf_status;
-    pub fn tf_slot_wait(rt: *mut tf_runtime, other_slot: i32) -> tf_status;
-    pub fn tf_event_new(rt: *mut tf_runtime, out: *mut *mut tf_event) -> tf_status;
-    pub fn tf_event_retain(event: *mut tf_event) -> tf_status;
-    pub fn tf_event_release(event: *mut tf_event) -> tf_status;
-    pub fn tf_event_record(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
-    pub fn tf_event_wait(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
-    pub fn tf_event_synchronize(event: *mut tf_event) -> tf_status;
-    pub fn tf_event_query(event: *mut tf_event, out_done: *mut i32) -> tf_status;
-    pub fn tf_workspace_retire(
+    fn tf_slot_wait(rt: *mut tf_runtime, other_slot: i32) -> tf_status;
+    fn tf_event_new(rt: *mut tf_runtime, out: *mut *mut tf_event) -> tf_status;
+    fn tf_event_retain(event: *mut tf_event) -> tf_status;
+    fn tf_event_release(event: *mut tf_event) -> tf_status;
+    fn tf_event_record(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
+    fn tf_event_wait(rt: *mut tf_runtime, event: *mut tf_event) -> tf_status;
+    fn tf_event_synchronize(event: *mut tf_event) -> tf_status;
+    fn tf_event_query(event: *mut tf_event, out_done: *mut i32) -> tf_status;
+    fn tf_workspace_retire(
         rt: *mut tf_runtime,
         resource: *mut c_void,
         release: tf_release_fn,
         user_data: *mut c_void,
     ) -> tf_status;
-    pub fn tf_workspace_poll(rt: *mut tf_runtime) -> tf_status;
-    pub fn tf_retirement_stats_init(stats: *mut tf_retirement_stats, struct_size: usize);
-    pub fn tf_workspace_stats(rt: *const tf_runtime, out: *mut tf_retirement_stats)
+    fn tf_workspace_poll(rt: *mut tf_runtime) -> tf_status;
+    fn tf_retirement_stats_init(stats: *mut tf_retirement_stats, struct_size: usize);
+    fn tf_workspace_stats(rt: *const tf_runtime, out: *mut tf_retirement_stats)
         -> tf_status;
-    pub fn tf_module_load(
+    fn tf_module_load(
         rt: *mut tf_runtime,
         image: *const c_void,
         size: usize,
         out: *mut *mut tf_module,
     ) -> tf_status;
-    pub fn tf_module_retain(module: *mut tf_module) -> tf_status;
-    pub fn tf_module_release(module: *mut tf_module) -> tf_status;
-    pub fn tf_module_function(
+    fn tf_module_retain(module: *mut tf_module) -> tf_status;
+    fn tf_module_release(module: *mut tf_module) -> tf_status;
+    fn tf_module_function(
         module: *mut tf_module,
         name: *const c_char,
         out_function: *mut *mut c_void,
     ) -> tf_status;
-    pub fn tf_function_set_attribute(
+    fn tf_function_set_attribute(
         module: *mut tf_module,
         function: *mut c_void,
         attribute: i32,
         value: i32,
     ) -> tf_status;
-    pub fn tf_launch_config_init(config: *mut tf_launch_config, struct_size: usize);
-    pub fn tf_kernel_launch(
+    fn tf_launch_config_init(config: *mut tf_launch_config, struct_size: usize);
+    fn tf_kernel_launch(
         rt: *mut tf_runtime,
         function: *mut c_void,
         config: *const tf_launch_config,
         args: *mut *mut c_void,
     ) -> tf_status;
-    pub fn tf_compile_options_init(options: *mut tf_compile_options, struct_size: usize);
-    pub fn tf_program_compile(
+    fn tf_compile_options_init(options: *mut tf_compile_options, struct_size: usize);
+    fn tf_program_compile(
         rt: *mut tf_runtime,
         source: *const c_char,
         options: *const tf_compile_options,
         out: *mut *mut tf_program,
     ) -> tf_status;
-    pub fn tf_program_image(
+    fn tf_program_image(
         program: *const tf_program,
         out_image: *mut *const c_void,
         out_size: *mut usize,
     ) -> tf_status;
-    pub fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
-    pub fn tf_program_release(program: *mut tf_program);
+    fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
+    fn tf_program_release(program: *mut tf_program);
 
     // Device memory and transfers
-    pub fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;
-    pub fn tf_free(rt: *mut tf_runtime, ptr: u64) -> tf_status;
-    pub fn tf_upload(rt: *mut tf_runtime, src: *const c_void, dst: u64, len: usize) -> tf_status;
-    pub fn tf_copy(rt: *mut tf_runtime, src: u64, dst: u64, len: usize) -> tf_status;
-    pub fn tf_peer_copy_available(
+    fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;
+    fn tf_free(rt: *mut tf_runtime, ptr: u64) -> tf_status;
+    fn tf_upload(rt: *mut tf_runtime, src: *const c_void, dst: u64, len: usize) -> tf_status;
+    fn tf_copy(rt: *mut tf_runtime, src: u64, dst: u64, len: usize) -> tf_status;
+    fn tf_peer_copy_available(
         src_rt: *mut tf_runtime,
         dst_rt: *mut tf_runtime,
         out_available: *mut i32,
     ) -> tf_status;
-    pub fn tf_peer_copy(
+    fn tf_peer_copy(
         src_rt: *mut tf_runtime,
         src: u64,
         dst_rt: *mut tf_runtime,
         dst: u64,
         len: usize,
     ) -> tf_status;
-    pub fn tf_download_scalar(rt: *mut tf_runtime, src: u64, out: *mut c_void, len: usize)
+    fn tf_download_scalar(rt: *mut tf_runtime, src: u64, out: *mut c_void, len: usize)
         -> tf_status;
-    pub fn tf_download(rt: *mut tf_runtime, src: u64, dst: *mut c_void, len: usize) -> tf_status;
-}
-
-/// A `T` (one of this module's structs) initialised by its `*_init` with
-/// this crate's `size_of::<T>()`.
-///
-/// # Safety
-/// `init` must be the `*_init` function of `T`, and all-zero must be a
-/// valid `T` (true of every struct here).
-pub unsafe fn initialised<T>(init: unsafe extern "C" fn(*mut T, usize)) -> T {
-    let mut value: T = std::mem::zeroed();
-    init(&mut value, std::mem::size_of::<T>());
-    value
+    fn tf_download(rt: *mut tf_runtime, src: u64, dst: *mut c_void, len: usize) -> tf_status;
 }

@@ -1,8 +1,13 @@
-//! Finds libtenferro_gpu through pkg-config (the `PKG_CONFIG` program,
-//! `pkg-config` by default) and links it by name, so the program loads
-//! the SONAME libtenferro_gpu.so.1 through the normal search path at run
-//! time.  For an uninstalled build tree, point PKG_CONFIG_PATH at the
-//! folder of its tenferro_gpu.pc (the Makefile makes build/pkgconfig/).
+//! With the `linked` feature: finds libtenferro_gpu through pkg-config (the
+//! `PKG_CONFIG` program, `pkg-config` by default) and links it by name, so
+//! the program loads the SONAME libtenferro_gpu.so.1 through the normal
+//! search path at run time.  For an uninstalled build tree, point
+//! PKG_CONFIG_PATH at the folder of its tenferro_gpu.pc (the Makefile makes
+//! build/pkgconfig/).
+//!
+//! With `dynamic-loading` alone (the default) it does nothing: the library
+//! is opened at run time, so building needs neither the library nor
+//! pkg-config.
 
 use std::env;
 use std::process::Command;
@@ -27,11 +32,10 @@ fn pkg_config(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn main() {
+fn link() {
     for var in ["PKG_CONFIG", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR", "PKG_CONFIG_SYSROOT_DIR"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    println!("cargo:rerun-if-changed=build.rs");
     let found = pkg_config(&["--modversion"]).and_then(|version| {
         if version.split('.').next() != Some(ABI_MAJOR) {
             return Err(format!(
@@ -42,11 +46,12 @@ fn main() {
     });
     let (version, libs) = found.unwrap_or_else(|why| {
         panic!(
-            "\n\ntenferro-gpu: cannot find the tenferro_gpu library: {why}\n\
+            "\n\ntenferro-gpu-sys (feature `linked`): cannot find the tenferro_gpu library: {why}\n\
              Install it (make install PREFIX=...) and make sure pkg-config finds \
              tenferro_gpu.pc (PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig), or, in a build \
              tree, run `make build/pkgconfig/tenferro_gpu.pc` and set \
-             PKG_CONFIG_PATH=$PWD/build/pkgconfig.\n\n"
+             PKG_CONFIG_PATH=$PWD/build/pkgconfig.  The default feature \
+             `dynamic-loading` needs none of this.\n\n"
         )
     });
     for token in libs.split_whitespace() {
@@ -58,4 +63,11 @@ fn main() {
         }
     }
     println!("cargo:version={version}");
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if env::var_os("CARGO_FEATURE_LINKED").is_some() {
+        link();
+    }
 }
