@@ -283,10 +283,12 @@ function syntaxErrors(file, root) {
   return found.length ? found : [`${file}: Julia syntax error`];
 }
 
+// node-tree-sitter reads a string through a buffer of 32 Ki UTF-16 units
+// by default and refuses longer text ("Invalid argument"): size it to fit.
 function parseJulia(text) {
   const parser = new Parser();
   parser.setLanguage(Julia);
-  return parser.parse(text);
+  return parser.parse(text, null, { bufferSize: text.length + 1 });
 }
 
 // A function definition (`function f(a::T)::R ... end`, `f(a) = ...`, with

@@ -252,3 +252,9 @@ test('names: exports must be defined, L.name must exist in LibTenferro', () => {
     { others: [{ file: 'test.jl', text: 'x = L.TF_ERROR_NOPE' }] });
   rejectsWith(r.problems, 'test.jl:1:5: L.TF_ERROR_NOPE: LibTenferro defines no TF_ERROR_NOPE');
 });
+
+test('sources longer than 32 KiB parse', () => {
+  const big = Array.from({ length: 3000 }, (_, i) => `f${i}(x) = x + ${i} # padding the file out`).join('\n');
+  assert.ok(big.length > 64 * 1024);
+  assert.deepStrictEqual(checkJuliaSource(big, header).problems, []);
+});
