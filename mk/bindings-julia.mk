@@ -1,16 +1,22 @@
 # The Julia binding (bindings/julia).  No Julia toolchain is needed for the
-# main check: a checker parses every ccall of the module with a real Julia
-# grammar (tree-sitter-julia, from npm) and verifies it against the header's
-# prototypes (and cuBLAS's header, for the cuBLAS functions the module calls
-# through tf_cublas_symbol), every @cfunction against the C callback type it
-# is passed for, structs, constants, exports and LibTenferro names; its own
-# tests feed it deliberately wrong snippets.
+# main check, and none has run the Julia tests on the machines that build
+# this tree: a checker parses every source file with a real Julia grammar
+# (tree-sitter-julia, from npm) and verifies every ccall and @ccall against
+# the header's prototypes (and cuBLAS's header, for the cuBLAS functions the
+# module calls through tf_cublas_symbol), gc_safe @ccalls for the blocking
+# functions, loaded only by Julia 1.12 or later, every @cfunction against
+# the C callback type it is passed for, structs, constants, exports (none
+# that CUDA.jl exports too), LibTenferro and TenferroGPU names, rethrows
+# that keep backtraces, and the package extension Project.toml declares;
+# its own tests feed it deliberately wrong snippets.
 #
 #   make check-julia   npm ci (once per lock change), the checker's tests, the
-#                      checker on bindings/julia/src (tests and the example:
-#                      parsed and their LibTenferro names checked), the
-#                      example's copy in docs/julia.md, and the Julia tests
-#                      when a `julia` is on PATH (else a SKIPPED line)
+#                      checker on bindings/julia/src and the extensions of
+#                      Project.toml (tests and the example: parsed, their
+#                      rethrows, LibTenferro names and unqualified calls
+#                      checked), the example's copy in docs/julia.md, and the
+#                      Julia tests when a `julia` is on PATH (else a SKIPPED
+#                      line)
 
 JULIA ?= julia
 JL_DIR := bindings/julia
@@ -45,7 +51,8 @@ JL_CUBLAS_HEADER := $(CUDA_HOME)/include/cublas_api.h
 check-julia-ccalls: $(JL_CHECKER)/node_modules/.package-lock.json
 	cd $(JL_CHECKER) && CUDA_HOME=$(CUDA_HOME) node --test test/
 	node $(JL_CHECKER)/check-ccalls.js include/tenferro_gpu.h $(JL_DIR)/src \
-	  --vendor $(JL_CUBLAS_HEADER) --syntax $(JL_DIR)/test $(JL_DIR)/examples
+	  --vendor $(JL_CUBLAS_HEADER) --project $(JL_DIR)/Project.toml \
+	  --syntax $(JL_DIR)/test $(JL_DIR)/examples
 	tools/ci/check-doc-example docs/julia.md $(JL_DIR)/examples/sgemm.jl
 
 CI_TARGETS += check-julia

@@ -1,17 +1,24 @@
 #!/usr/bin/env node
 'use strict';
 // node check-ccalls.js HEADER JULIA_FILE_OR_DIR... [--vendor C_HEADER]...
-//                      [--syntax JULIA_FILE_OR_DIR...]
-// Exit 0 when every ccall, callback, header-named struct and header
-// constant of the files before --syntax matches the header (ccalls through
-// cuBLAS function pointers: the --vendor headers), every function-pointer
-// parameter is given a verified @cfunction, every export is defined, every
-// L.name exists in LibTenferro, and the files after --syntax (tests and
-// examples, whose ccalls reach the driver double by pointer) parse and
-// name only what LibTenferro defines.
+//                      [--project PROJECT_TOML] [--syntax JULIA_FILE_OR_DIR...]
+// Exit 0 when every ccall and @ccall, callback, header-named struct and
+// header constant of the files before --syntax matches the header (ccalls
+// through cuBLAS function pointers: the --vendor headers), every
+// function-pointer parameter is given a verified @cfunction, every
+// blocking function (BLOCKING) has a gc_safe @ccall that only Julia 1.12
+// or later loads, every export is defined and none is one of CUDA.jl's,
+// every L.name and TenferroGPU.name exists, no catch block rethrows with
+// throw(e), the package extensions of --project are declared right (their
+// sources are checked with the module), and the files after --syntax
+// (tests and examples, whose ccalls reach the driver double by pointer)
+// parse, keep backtraces and name only what the module defines.
 const fs = require('fs');
 const path = require('path');
 const { parseHeader, parseVendorHeader, checkJuliaSources, parseJulia, syntaxErrors } = require('./lib');
+const { CUDA_JL_EXPORTS, readNameList } = require('./rules');
+const { checkProject } = require('./project');
+const { BLOCKING } = require('./ccall-macro');
 
 function juliaFiles(p) {
   if (fs.statSync(p).isDirectory()) {
@@ -23,11 +30,12 @@ function juliaFiles(p) {
 // Splits argv into the header, checked paths, vendor headers and
 // syntax-only paths.
 function parseArgs(argv) {
-  const out = { header: argv[0], checked: [], vendor: [], syntax: [] };
+  const out = { header: argv[0], checked: [], vendor: [], syntax: [], project: null };
   let list = out.checked;
   for (let i = 1; i < argv.length; i++) {
     if (argv[i] === '--syntax') list = out.syntax;
     else if (argv[i] === '--vendor') out.vendor.push(argv[++i]);
+    else if (argv[i] === '--project') out.project = argv[++i];
     else list.push(argv[i]);
   }
   return out;
@@ -45,7 +53,8 @@ function vendorOf(paths) {
 
 function main(argv) {
   if (argv.length < 2) {
-    console.error('usage: check-ccalls.js HEADER JULIA_FILE_OR_DIR... [--vendor C_HEADER] [--syntax JULIA_FILE_OR_DIR...]');
+    console.error('usage: check-ccalls.js HEADER JULIA_FILE_OR_DIR... [--vendor C_HEADER] [--project PROJECT_TOML] ' +
+                  '[--syntax JULIA_FILE_OR_DIR...]');
     return 2;
   }
   const args = parseArgs(argv);
@@ -56,13 +65,21 @@ function main(argv) {
     const root = parseJulia(text).rootNode;
     if (root.hasError) problems.push(...syntaxErrors(file, root));
   }
-  const files = args.checked.flatMap(juliaFiles).map((file) => ({ file, text: fs.readFileSync(file, 'utf8') }));
-  const r = checkJuliaSources(files, header, { vendor: vendorOf(args.vendor), requireCallbacks: true, others });
+  const project = args.project ? checkProject(args.project, parseJulia) : { problems: [], extensions: [] };
+  problems.push(...project.problems);
+  const files = [...args.checked.flatMap(juliaFiles), ...project.extensions]
+    .map((file) => ({ file, text: fs.readFileSync(file, 'utf8') }));
+  const r = checkJuliaSources(files, header, {
+    vendor: vendorOf(args.vendor), requireCallbacks: true, others,
+    gcSafe: BLOCKING, exportClashes: readNameList(CUDA_JL_EXPORTS),
+  });
   problems.push(...r.problems);
   const called = new Set(r.ccalls);
   for (const p of problems) console.log(`check-ccalls: ${p}`);
   const missing = Object.keys(header.prototypes).filter((n) => !called.has(n));
-  console.log(`check-ccalls: ${r.ccalls.length} ccalls, ${r.callbacks.length} callback parameters and ` +
+  console.log(`check-ccalls: ${files.length} module files (${project.extensions.length} extensions) and ` +
+              `${others.length} other files; ${r.ccalls.length} ccalls (${r.gcSafe.length} gc_safe), ` +
+              `${r.callbacks.length} callback parameters and ` +
               `${r.structs.length} structs checked against ${Object.keys(header.prototypes).length} prototypes` +
               `${args.vendor.length ? ` and ${args.vendor.join(', ')}` : ''}; ${problems.length} problems` +
               (missing.length ? `; no ccall for: ${missing.join(', ')}` : ''));

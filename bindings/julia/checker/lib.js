@@ -18,12 +18,24 @@
 //    and argument types match the C callback type, naming a Julia function
 //    of the checked sources whose parameter count and annotated types agree;
 //    with requireCallbacks, every such parameter must be given one;
+//  - every `@ccall [gc_safe=true] libtenferro.tf_name(a::T, ...)::R` the
+//    same way as a ccall, a gc_safe one only where Julia 1.12 or later
+//    loads it (ccall-macro.js); with options.gcSafe, each function listed
+//    (the blocking ones) must have a gc_safe @ccall;
 //  - Julia structs named like a header struct: same fields, in order, with
 //    matching types; constants named like a header enum value or numeric
-//    #define: the header's value.
+//    #define: the header's value;
+//  - names: exports defined and not among options.exportClashes (CUDA.jl's
+//    exports), L.name and TenferroGPU.name defined, names the tests and
+//    examples call unqualified exported, no `throw(e)` of a caught
+//    exception (rules.js).
 
 const Parser = require('tree-sitter');
 const Julia = require('tree-sitter-julia');
+const { isAtCcall, readAtCcall, checkGcSafePlacement } = require('./ccall-macro');
+const {
+  checkExportClashes, checkRethrows, checkModuleReferences, checkUnexportedUses, exportedNames,
+} = require('./rules');
 
 // ---- C declarations ----------------------------------------------------------
 
@@ -283,10 +295,12 @@ function syntaxErrors(file, root) {
   return found.length ? found : [`${file}: Julia syntax error`];
 }
 
+// node-tree-sitter reads a string through a buffer of 32 Ki UTF-16 units
+// by default and refuses longer text ("Invalid argument"): size it to fit.
 function parseJulia(text) {
   const parser = new Parser();
   parser.setLanguage(Julia);
-  return parser.parse(text);
+  return parser.parse(text, null, { bufferSize: text.length + 1 });
 }
 
 // A function definition (`function f(a::T)::R ... end`, `f(a) = ...`, with
@@ -341,34 +355,58 @@ function isCfunction(node) {
     node.namedChildren.some((c) => c.type === 'macro_identifier' && c.text === '@cfunction');
 }
 
-// Checks the types of a ccall against a prototype `proto`; returns problems.
-function checkCcallTypes(at, name, proto, retNode, typesNode, callArgs, typedefs) {
+// Checks a return type node and argument type nodes against a prototype
+// `proto`; returns problems.  `form` names the call in messages.
+function checkSignature(at, name, proto, retNode, types, typedefs, form) {
   const problems = [];
-  if (typesNode.type !== 'tuple_expression') {
-    return [`${at}: ${name}: the argument types must be a tuple literal such as (T,), got ${typesNode.text}`];
-  }
   const ret = juliaType(retNode);
   const retOk = allowedTypes(proto.ret, typedefs, 'return');
   if (!retOk.includes(ret)) {
-    problems.push(`${at}: ${name} returns ${describeC(proto.ret)}: the ccall says ${retNode.text}, expected one of ${retOk.join(', ')}`);
+    problems.push(`${at}: ${name} returns ${describeC(proto.ret)}: the ${form} says ${retNode.text}, expected one of ${retOk.join(', ')}`);
+  }
+  if (types.length !== proto.params.length) {
+    problems.push(`${at}: ${name} takes ${proto.params.length} arguments: the ${form} lists ${types.length} types`);
+    return problems;
+  }
+  types.forEach((tn, i) => {
+    const ok = allowedTypes(proto.params[i], typedefs, 'arg');
+    if (!ok.includes(juliaType(tn))) {
+      problems.push(`${at}: ${name} argument ${i + 1} (${proto.params[i].name || '?'}) is ${describeC(proto.params[i])}: ` +
+                    `the ${form} says ${tn.text}, expected one of ${ok.join(', ')}`);
+    }
+  });
+  return problems;
+}
+
+// Checks the types of a ccall against a prototype `proto`; returns problems.
+function checkCcallTypes(at, name, proto, retNode, typesNode, callArgs, typedefs) {
+  if (typesNode.type !== 'tuple_expression') {
+    return [`${at}: ${name}: the argument types must be a tuple literal such as (T,), got ${typesNode.text}`];
   }
   const types = typesNode.namedChildren;
-  if (types.length !== proto.params.length) {
-    problems.push(`${at}: ${name} takes ${proto.params.length} arguments: the ccall lists ${types.length} types`);
-  } else {
-    types.forEach((tn, i) => {
-      const ok = allowedTypes(proto.params[i], typedefs, 'arg');
-      const jt = juliaType(tn);
-      if (!ok.includes(jt)) {
-        problems.push(`${at}: ${name} argument ${i + 1} (${proto.params[i].name || '?'}) is ${describeC(proto.params[i])}: ` +
-                      `the ccall says ${tn.text}, expected one of ${ok.join(', ')}`);
-      }
-    });
-  }
+  const problems = checkSignature(at, name, proto, retNode, types, typedefs, 'ccall');
   if (callArgs.length !== types.length) {
     problems.push(`${at}: ${name}: ${types.length} argument types but ${callArgs.length} arguments`);
   }
   return problems;
+}
+
+// Checks one `@ccall [gc_safe=true] lib.tf_name(a::T, ...)::R` node;
+// returns {name, gcSafe, problems}.  Functions that take a callback are
+// bound with ccall, whose callback arguments the checker follows.
+function checkAtCcall(file, node, header, lib) {
+  const at = where(file, node);
+  const c = readAtCcall(file, node, lib);
+  const problems = [...c.problems];
+  if (c.gcSafe) problems.push(...checkGcSafePlacement(file, node));
+  if (!c.retNode || c.name === '?') return { name: c.name, gcSafe: c.gcSafe, problems };
+  const proto = header.prototypes[c.name];
+  if (!proto) return { name: c.name, gcSafe: c.gcSafe, problems: [...problems, `${at}: ${c.name} is not a function of the header`] };
+  if (proto.params.some((p) => p.fnptr)) {
+    problems.push(`${at}: ${c.name} takes a callback: bind it with ccall((:${c.name}, ${lib}), ...), whose callback arguments are checked`);
+  }
+  problems.push(...checkSignature(at, c.name, proto, c.retNode, c.types, header.typedefs, '@ccall'));
+  return { name: c.name, gcSafe: c.gcSafe, problems };
 }
 
 // Checks one ccall node; returns {name, problems}.  A ccall through a
@@ -602,6 +640,7 @@ function checkJuliaSources(files, header, options = {}) {
   const parsed = files.map(({ file, text }) => ({ file, root: parseJulia(text).rootNode }));
   const wrappers = new Map();
   const defs = new Map();
+  const gcSafe = new Set();
   for (const { file, root } of parsed) {
     if (root.hasError) problems.push(...syntaxErrors(file, root));
     walk(root, (n) => {
@@ -617,8 +656,11 @@ function checkJuliaSources(files, header, options = {}) {
         ccalls.push(r.name);
         const w = wrapperOf(n, r.name, header);
         if (w && w.proto.params.some((p) => p.fnptr)) wrappers.set(w.name, w);
-      } else if (n.type === 'macrocall_expression' && /^@ccall\b/.test(n.text)) {
-        problems.push(`${where(file, n)}: use ccall((:tf_name, ${lib}), R, (A,), ...), which this checker verifies, not @ccall`);
+      } else if (isAtCcall(n)) {
+        const r = checkAtCcall(file, n, header, lib);
+        problems.push(...r.problems);
+        ccalls.push(r.name);
+        if (r.gcSafe) gcSafe.add(r.name);
       } else if (n.type === 'const_statement') {
         problems.push(...checkConstant(file, n, header));
       } else if (n.type === 'struct_definition') {
@@ -658,6 +700,13 @@ function checkJuliaSources(files, header, options = {}) {
   }
   const others = (options.others || []).map(({ file, text }) => ({ file, root: parseJulia(text).rootNode }));
   problems.push(...checkNames(parsed, others));
+  problems.push(...checkSourceRules(parsed, others, options));
+  for (const name of options.gcSafe || []) {
+    if (!gcSafe.has(name)) {
+      problems.push(`${name} blocks the calling thread: bind it with @ccall gc_safe=true ${lib}.${name}(...)::R too, ` +
+                    'so that the garbage collector can run while it waits');
+    }
+  }
   if (options.requireCallbacks) {
     for (const w of wrappers.values()) {
       w.proto.params.filter((p) => p.fnptr).forEach((p) => {
@@ -667,7 +716,22 @@ function checkJuliaSources(files, header, options = {}) {
       });
     }
   }
-  return { problems, ccalls, structs, callbacks: [...callbacks] };
+  return { problems, ccalls, structs, callbacks: [...callbacks], gcSafe: [...gcSafe] };
+}
+
+// The rules of rules.js: rethrows everywhere; export clashes over the
+// module; names of the module used by the extension, tests and examples
+// (options.extensions: more checked files, e.g. package extensions, which
+// reference the module as TenferroGPU.name).
+function checkSourceRules(parsed, others, options) {
+  const problems = [];
+  for (const { file, root } of [...parsed, ...others]) problems.push(...checkRethrows(file, root));
+  if (options.exportClashes) problems.push(...checkExportClashes(parsed, options.exportClashes));
+  const defined = new Set();
+  for (const { root } of parsed) for (const n of definedNames(root)) defined.add(n);
+  problems.push(...checkModuleReferences([...parsed, ...others], defined));
+  problems.push(...checkUnexportedUses(others, defined, exportedNames(parsed), definedNames));
+  return problems;
 }
 
 // One source text on its own (the checker's tests).

@@ -8,7 +8,9 @@ above.  `make check` verifies every `ccall` here against the header's
 prototypes (bindings/julia/checker).
 
 To bind a new C function, add a `ccall` wrapper with the C name below; the
-checker then insists its types match the header.
+checker then insists its types match the header.  A function that blocks
+until the device is done also gets a `@ccall gc_safe=true` wrapper (see
+"The blocking functions again" below).
 """
 module LibTenferro
 
@@ -324,6 +326,31 @@ tf_download_scalar(rt, src, out, len) =
 tf_download(rt, src, dst, len) =
     ccall((:tf_download, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, Ptr{Cvoid}, Csize_t),
           rt, src, dst, len)
+
+# ==== The blocking functions again, for waits that let the GC run ====
+#
+# tf_runtime_sync, tf_event_synchronize, tf_download and tf_download_scalar
+# block the calling thread until the device is done.  Called with a plain
+# ccall, the thread stays in Julia's GC-unsafe state meanwhile, so a
+# collection another thread starts waits for them.  @ccall's gc_safe
+# option (Julia 1.12) lets the collector run while they block; older Julia
+# refuses the option when this file is loaded, hence @static.  TenferroGPU
+# chooses between these and the ccalls above (wait.jl).  The checker
+# verifies these like the ccalls, and insists that every blocking function
+# has one.
+
+@static if VERSION >= v"1.12"
+    tf_runtime_sync_gc_safe(rt) =
+        @ccall gc_safe=true libtenferro.tf_runtime_sync(rt::Ptr{tf_runtime})::Int32
+    tf_event_synchronize_gc_safe(event) =
+        @ccall gc_safe=true libtenferro.tf_event_synchronize(event::Ptr{tf_event})::Int32
+    tf_download_gc_safe(rt, src, dst, len) =
+        @ccall gc_safe=true libtenferro.tf_download(rt::Ptr{tf_runtime}, src::UInt64, dst::Ptr{Cvoid},
+                                                    len::Csize_t)::Int32
+    tf_download_scalar_gc_safe(rt, src, out, len) =
+        @ccall gc_safe=true libtenferro.tf_download_scalar(rt::Ptr{tf_runtime}, src::UInt64, out::Ptr{Cvoid},
+                                                           len::Csize_t)::Int32
+end
 
 # ==== cuBLAS functions called through tf_cublas_symbol's addresses ====
 #

@@ -16,9 +16,9 @@ end
 Base.showerror(io::IO, e::CublasError) = print(io, "CublasError: cublasStatus_t ", e.status)
 
 """
-What a `cublas_enqueue` body receives: the current slot's cuBLAS handle
-(`handle`, a `cublasHandle_t`) and stream (`stream`, a `CUstream`), and the
-pointer mode set for the call.  Valid only while the body runs.
+What a `cublas_enqueue` body receives: the slot's cuBLAS handle (`handle`,
+a `cublasHandle_t`) and stream (`stream`, a `CUstream`), and the pointer
+mode set for the call.  Valid only while the body runs.
 """
 mutable struct CublasCall
     handle::Ptr{Cvoid}
@@ -30,20 +30,22 @@ end
 CublasCall(handle, stream, mode) = CublasCall(handle, stream, mode, true)
 
 """
-    cublas_enqueue(f, rt::Runtime, mode = :host)
-    cublas_enqueue(rt[, mode]) do c::CublasCall ... end
+    cublas_enqueue(f, x::Stream or Runtime, mode = :host)
+    cublas_enqueue(x[, mode]) do c::CublasCall ... end
 
-Call `f(c)` with the current slot's cuBLAS handle, its pointer mode set to
+Call `f(c)` with the cuBLAS handle of the stream's slot (`x`, or the
+calling task's stream of the `Runtime` `x`), its pointer mode set to
 `mode` (`:host`: alpha and beta are host values; `:device`: they are in
 device memory), the primary context current and the slot's lock held
 (`tf_cublas_enqueue`); return what `f` returns.  The handle is made at the
 slot's first call (cuBLAS is loaded then) and kept until the runtime is torn
 down.  A `CublasError` leaving `f` becomes the library's `TenferroError`
-with `TF_ERROR_PROVIDER`; any other exception is rethrown as it is, after
+with `TF_ERROR_PROVIDER`; any other exception is rethrown as it is (the
+same object, its original backtrace kept on the exception stack), after
 the library released the slot and restored the context.  `f` must not
 yield.
 """
-function cublas_enqueue(f, rt::Runtime, mode::Symbol=:host)
+function cublas_enqueue(f, rt::RuntimeHandle, mode::Symbol=:host)
     m = mode === :host ? L.TF_CUBLAS_POINTER_MODE_HOST :
         mode === :device ? L.TF_CUBLAS_POINTER_MODE_DEVICE :
         throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_cublas_enqueue",
@@ -61,6 +63,7 @@ The address of a function of the cuBLAS the library loaded
 (`tf_cublas_symbol`), to `ccall` with the handle `cublas_enqueue` gives.
 """
 function cublas_symbol(name::AbstractString)
+    _need_library("tf_cublas_symbol")
     out = Ref{Ptr{Cvoid}}(C_NULL)
     check(L.tf_cublas_symbol(name, out))
     return out[]
@@ -68,6 +71,7 @@ end
 
 "Version of the loaded cuBLAS as major*10000 + minor*100 + patch (`tf_cublas_version`)."
 function cublas_version()
+    _need_library("tf_cublas_version")
     out = Ref{Int32}(0)
     check(L.tf_cublas_version(out))
     return Int(out[])

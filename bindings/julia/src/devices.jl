@@ -31,20 +31,29 @@ end
 """
     gpu_available() -> Bool
 
-Whether this process can use a CUDA device (`tf_gpu_available`).  Never
-throws, unless the library itself cannot be loaded.
+Whether this process can use a CUDA device (`tf_gpu_available`): `false`
+also when libtenferro_gpu.so.1 itself is missing
+([`TenferroGPU.library_problem`](@ref) says why).  Never throws.
 """
-gpu_available() = L.tf_gpu_available() != 0
+gpu_available() = _LIBRARY_FOUND[] && L.tf_gpu_available() != 0
 
 "Number of CUDA devices (`tf_device_count`); creates no context."
 function device_count()
+    _need_library("tf_device_count")
     n = Ref{Int32}(0)
     check(L.tf_device_count(n))
     return Int(n[])
 end
 
-"Describe device `ordinal` (0-based; `tf_device_info`); creates no context."
+"""
+    device_info(ordinal::Integer) -> DeviceProperties
+    device_info(rt::Runtime or s::Stream) -> DeviceProperties
+
+Describe device `ordinal` (0-based; `tf_device_info`; creates no context),
+or a runtime's device as read when it was created (`tf_runtime_device_info`).
+"""
 function device_info(ordinal::Integer)
+    _need_library("tf_device_info")
     o = int32_arg("tf_device_info", "ordinal", ordinal)
     return _device_properties(out -> L.tf_device_info(o, out))
 end

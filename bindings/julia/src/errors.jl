@@ -25,10 +25,14 @@ TenferroError(status, code_domain, code, operation, call, message) =
     TenferroError(status, code_domain, code, operation, call, message, "")
 
 Base.showerror(io::IO, e::TenferroError) =
-    print(io, "TenferroError: ", e.message, " [", status_string(e.status), "]")
+    print(io, "TenferroError: ", e.message, " [", _status_name(e.status), "]")
+
+# The library describes its statuses; without the library, the number.
+_status_name(status) = _LIBRARY_FOUND[] ? status_string(status) : "status $status"
 
 "The library's static description of a status (`tf_status_string`)."
-status_string(status::Integer) = unsafe_string(L.tf_status_string(Int32(status)))
+status_string(status::Integer) =
+    (_need_library("tf_status_string"); unsafe_string(L.tf_status_string(Int32(status))))
 
 _cstring(bytes::NTuple) = String(collect(Iterators.takewhile(!iszero, bytes)))
 

@@ -4,9 +4,10 @@
 # Every subtype is a mutable struct with the fields `ptr` (never
 # reassigned, set by an inner constructor `X(ptr) = _finalized(new(ptr, 0))`)
 # and `@atomic state::Int` = 2 * calls in flight + 1 once
-# closed, and defines _kind, _release_op and _release_c.  INVARIANT: once
-# closed, the count only goes down, so exactly one party sees it reach 1
-# and releases the reference.
+# closed, and defines _kind, _release_op and _release_c (and may define
+# _on_close, run once by the close that wins).  INVARIANT: once closed, the
+# count only goes down, so exactly one party sees it reach 1 and releases
+# the reference.
 abstract type TenferroHandle end
 
 function _acquire(h::TenferroHandle, op)
@@ -37,10 +38,12 @@ end
 """
     close(h)
 
-Release this reference of a `Runtime`, `Event`, `KernelModule` or
-`Program`.  The last reference to a runtime tears it down on the calling
-thread: it waits for the runtime's streams, then frees what the runtime
-made; teardown problems go to the log.  If a call on `h` is in flight on
+Release this reference of a `Runtime`, `Stream`, `Event`, `KernelModule`
+or `Program`.  Closing the last open `Runtime` of a runtime also closes the
+task streams made for it ([`task_stream`](@ref)).  The last reference to a
+runtime tears it down on the calling thread: it waits for the runtime's
+streams, then frees what the runtime made; teardown problems go to the
+log.  If a call on `h` is in flight on
 another task, the release happens when it returns.  Closing twice throws a
 `TenferroError` with `TF_ERROR_INVALID_HANDLE`; it never releases twice.
 """
@@ -50,11 +53,16 @@ function Base.close(h::TenferroHandle)
         isodd(s) && throw(binding_error(L.TF_ERROR_INVALID_HANDLE, _release_op(h),
                                         "the $(_kind(h)) was already closed"))
         if (@atomicreplace h.state s => s | 1).success
+            _on_close(h)
             s == 0 && check(_release_c(h))
             return nothing
         end
     end
 end
+
+# What else closing `h` ends (a Runtime: its task streams).  It must not
+# throw or yield: close runs in finalizers.
+_on_close(::TenferroHandle) = nothing
 
 Base.isopen(h::TenferroHandle) = iseven(@atomic h.state)
 

@@ -1,7 +1,7 @@
 # Modules, kernels and NVRTC.
 
 """
-    KernelModule(rt, image)
+    KernelModule(x::Runtime or Stream, image)
 
 A reference to a module image loaded into the runtime's primary context
 (`tf_module_load`): PTX text (a `String` or bytes; no NUL needed), a CUBIN
@@ -19,7 +19,7 @@ _kind(::KernelModule) = "KernelModule"
 _release_op(::KernelModule) = "tf_module_release"
 _release_c(m::KernelModule) = L.tf_module_release(m.ptr)
 
-function KernelModule(rt::Runtime, image::Vector{UInt8})
+function KernelModule(rt::RuntimeHandle, image::Vector{UInt8})
     _with_ptr(rt, "tf_module_load") do p
         out = Ref{Ptr{L.tf_module}}(C_NULL)
         check(L.tf_module_load(p, image, length(image), out))
@@ -27,7 +27,7 @@ function KernelModule(rt::Runtime, image::Vector{UInt8})
     end
 end
 
-KernelModule(rt::Runtime, ptx::AbstractString) = KernelModule(rt, Vector{UInt8}(codeunits(ptx)))
+KernelModule(rt::RuntimeHandle, ptx::AbstractString) = KernelModule(rt, Vector{UInt8}(codeunits(ptx)))
 
 "A new reference to the same module (`tf_module_retain`)."
 function retain(m::KernelModule)
@@ -86,22 +86,23 @@ _kernel_arg(x) = isbits(x) ? x :
                         "kernel argument of type $(typeof(x)) is not a bits value"))
 
 """
-    launch(rt, f::KernelFunction, args...; grid=1, block=1, shmem=0)
+    launch_kernel(x::Stream or Runtime, f::KernelFunction, args...; grid=1, block=1, shmem=0)
 
-Queue `f` on the current slot's stream (`tf_kernel_launch`) and return once
-it is queued; faults the kernel meets show up in later calls.  `grid` and
+Queue `f` on the stream (`x`, or the calling task's stream of the `Runtime`
+`x`; `tf_kernel_launch`) and return once it is queued; faults the kernel
+meets show up in later calls.  `grid` and
 `block` are an integer or a tuple of up to 3; `args` are the kernel's
 parameters, each a bits value of the parameter's exact C type
 (`UInt32(n)` for an `unsigned`, a `DevicePtr` or `DeviceBuffer` for a
 pointer).  It takes no slot lock: allowed inside `stream_enqueue` and
 `cublas_enqueue` bodies.
 """
-function launch(rt::Runtime, f::KernelFunction, args...; grid=1, block=1, shmem=0)
+function launch_kernel(rt::RuntimeHandle, f::KernelFunction, args...; grid=1, block=1, shmem=0)
     op = "tf_kernel_launch"
     config = _launch_config(op, grid, block, shmem)
     values = map(a -> Ref(_kernel_arg(a)), args)
     argv = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, r) for r in values]
-    _with_ptr(rt, op) do p
+    _with_stream(rt, op) do _, p
         _with_ptr(f.mod, op) do _
             GC.@preserve values argv check(L.tf_kernel_launch(p, f.ptr, config,
                                                                isempty(argv) ? C_NULL : pointer(argv)))
@@ -129,7 +130,7 @@ _release_op(::Program) = "tf_program_release"
 _release_c(p::Program) = (L.tf_program_release(p.ptr); L.TF_OK)
 
 """
-    compile(rt, source; target=:ptx, arch=0, options=String[], name="") -> Program
+    compile(x::Runtime or Stream, source; target=:ptx, arch=0, options=String[], name="") -> Program
 
 Compile CUDA C++ `source` with NVRTC for the runtime's device, or for
 `arch` (10*major + minor), into PTX (`:ptx`) or a CUBIN (`:cubin`)
@@ -137,7 +138,7 @@ Compile CUDA C++ `source` with NVRTC for the runtime's device, or for
 the source, the `TenferroError` (`TF_ERROR_COMPILE`) carries its whole log
 in `log`.  Kernels to be found by their plain name must be `extern "C"`.
 """
-function compile(rt::Runtime, source::AbstractString; target::Symbol=:ptx, arch::Integer=0,
+function compile(rt::RuntimeHandle, source::AbstractString; target::Symbol=:ptx, arch::Integer=0,
                  options::AbstractVector{<:AbstractString}=String[], name::AbstractString="")
     op = "tf_program_compile"
     t = target === :ptx ? L.TF_COMPILE_PTX : target === :cubin ? L.TF_COMPILE_CUBIN :

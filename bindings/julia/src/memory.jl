@@ -18,80 +18,88 @@ _bits(::Type{T}, op) where {T} = isbitstype(T) ||
     throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op, "$T is not a bits type"))
 
 """
-    alloc(rt, bytes) -> DevicePtr
+    alloc(x::Stream or Runtime, bytes) -> DevicePtr
 
 Allocate `bytes` of device memory on the runtime's device, in order on the
-current slot's stream (`tf_alloc`): from the device's memory pool where it
-has one (usable at once by later work on the slot; by other slots and the
-host after `synchronize` on it), else a plain cuMemAlloc.  0 bytes gives
-`DevicePtr(0)`.  Release it with [`free`](@ref).
+stream (`x`, or the calling task's stream of the `Runtime` `x`; `tf_alloc`):
+from the device's memory pool where it has one (usable at once by later
+work on the stream; by other streams and the host after `sync_stream` on
+it), else a plain cuMemAlloc.  0 bytes gives `DevicePtr(0)`.  Release it
+with [`free`](@ref).
 """
-function alloc(rt::Runtime, bytes::Integer)
+function alloc(x::RuntimeHandle, bytes::Integer)
     n = size_arg("tf_alloc", "bytes", bytes)
-    return DevicePtr(_query((p, out) -> L.tf_alloc(p, n, out), rt, "tf_alloc", UInt64))
+    return DevicePtr(_stream_query((p, out) -> L.tf_alloc(p, n, out), x, "tf_alloc", UInt64))
 end
 
 """
-    free(rt, p::DevicePtr)
+    free(x::Stream or Runtime, p::DevicePtr)
 
-Release memory `alloc` returned, in order on the current slot's stream
-(`tf_free`): work queued earlier on this slot may still use it; work on
-other slots that uses it must be finished first.  `DevicePtr(0)` is a no-op.
+Release memory `alloc` returned, in order on the stream (`tf_free`): work
+queued earlier on this stream may still use it; work on other streams that
+uses it must be finished first.  `DevicePtr(0)` is a no-op.
 """
-free(rt::Runtime, ptr::DevicePtr) = _with_ptr(p -> check(L.tf_free(p, ptr.addr)), rt, "tf_free")
+free(x::RuntimeHandle, ptr::DevicePtr) = _with_stream((_, p) -> check(L.tf_free(p, ptr.addr)), x, "tf_free")
 
 """
-    upload!(rt, dst::DevicePtr, src::Array)
+    upload!(x::Stream or Runtime, dst::DevicePtr, src::Array)
 
-Copy `src` to device memory at `dst`, in order on the current slot's stream
-(`tf_upload`).  `src` may be reused on return; later work on the same slot
-sees the data, other slots after `synchronize`.
+Copy `src` to device memory at `dst`, in order on the stream (`x`, or the
+calling task's stream of the `Runtime` `x`; `tf_upload`).  `src` may be
+reused on return; later work on the same stream sees the data, other
+streams after `sync_stream`.
 """
-function upload!(rt::Runtime, dst::DevicePtr, src::Array{T}) where {T}
+function upload!(x::RuntimeHandle, dst::DevicePtr, src::Array{T}) where {T}
     _bits(T, "tf_upload")
-    _with_ptr(p -> check(L.tf_upload(p, src, dst.addr, sizeof(src))), rt, "tf_upload")
+    _with_stream((_, p) -> check(L.tf_upload(p, src, dst.addr, sizeof(src))), x, "tf_upload")
     return nothing
 end
 
 """
-    download!(rt, dst::Array, src::DevicePtr) -> dst
+    download!(x::Stream or Runtime, dst::Array, src::DevicePtr) -> dst
 
 Copy `sizeof(dst)` bytes of device memory at `src` into `dst`, after the
-work queued on the current slot (`tf_download`).  Julia arrays are pageable
-memory: bulk downloads go through the library's pipelined staging.  After
-an error `dst` may be partly written.
+work queued on the stream (`x`, or the calling task's stream of the
+`Runtime` `x`; `tf_download`).  Julia arrays are pageable memory: bulk
+downloads go through the library's pipelined staging.  The wait lets other
+threads' garbage collections proceed ([`TenferroGPU.wait_mode`](@ref)).
+After an error `dst` may be partly written.
 """
-function download!(rt::Runtime, dst::Array{T}, src::DevicePtr) where {T}
+function download!(x::RuntimeHandle, dst::Array{T}, src::DevicePtr) where {T}
     _bits(T, "tf_download")
-    _with_ptr(p -> check(L.tf_download(p, src.addr, dst, sizeof(dst))), rt, "tf_download")
+    _with_stream(x, "tf_download") do s, p
+        _poll_stream(s, p)
+        check(_download_c(p, src.addr, dst, sizeof(dst), _gc_safe()))
+    end
     return dst
 end
 
 """
-    download_scalar(T, rt, src::DevicePtr) -> T
+    download_scalar(T, x::Stream or Runtime, src::DevicePtr) -> T
 
 Read one value of bits type `T` (at most 16 bytes) from device memory after
-the work queued on the current slot, through the slot's page-locked staging
-(`tf_download_scalar`).
+the work queued on the stream, through the slot's page-locked staging
+(`tf_download_scalar`).  Waits as [`download!`](@ref) does.
 """
-function download_scalar(::Type{T}, rt::Runtime, src::DevicePtr) where {T}
+function download_scalar(::Type{T}, x::RuntimeHandle, src::DevicePtr) where {T}
     _bits(T, "tf_download_scalar")
     out = Ref{T}()
-    _with_ptr(rt, "tf_download_scalar") do p
-        check(L.tf_download_scalar(p, src.addr, out, sizeof(T)))
+    _with_stream(x, "tf_download_scalar") do s, p
+        _poll_stream(s, p)
+        check(_download_scalar_c(p, src.addr, out, sizeof(T), _gc_safe()))
     end
     return out[]
 end
 
 """
-    device_copy!(rt, dst::DevicePtr, src::DevicePtr, bytes)
+    device_copy!(x::Stream or Runtime, dst::DevicePtr, src::DevicePtr, bytes)
 
 Copy `bytes` of device memory of the runtime's device, in order on the
-current slot's stream (`tf_copy`); the ranges must not overlap.
+stream (`tf_copy`); the ranges must not overlap.
 """
-function device_copy!(rt::Runtime, dst::DevicePtr, src::DevicePtr, bytes::Integer)
+function device_copy!(x::RuntimeHandle, dst::DevicePtr, src::DevicePtr, bytes::Integer)
     n = size_arg("tf_copy", "bytes", bytes)
-    _with_ptr(p -> check(L.tf_copy(p, src.addr, dst.addr, n)), rt, "tf_copy")
+    _with_stream((_, p) -> check(L.tf_copy(p, src.addr, dst.addr, n)), x, "tf_copy")
     return nothing
 end
 
@@ -101,7 +109,7 @@ end
 Whether copies from `src_rt`'s device to `dst_rt`'s run directly
 (`tf_peer_copy_available`); always true on one device.
 """
-function peer_copy_available(src_rt::Runtime, dst_rt::Runtime)
+function peer_copy_available(src_rt::RuntimeHandle, dst_rt::RuntimeHandle)
     _with_ptr(src_rt, "tf_peer_copy_available") do s
         _with_ptr(dst_rt, "tf_peer_copy_available") do d
             out = Ref{Int32}(0)
@@ -115,13 +123,14 @@ end
     peer_copy!(dst_rt, dst::DevicePtr, src_rt, src::DevicePtr, bytes)
 
 Copy `bytes` from memory of `src_rt`'s device to memory of `dst_rt`'s
-device, in order on `src_rt`'s current slot stream (`tf_peer_copy`).
-`dst_rt`'s streams do not wait: `synchronize(src_rt)` from the same slot
-before work on `dst_rt` uses the data.
+device, in order on `src_rt`'s stream (a `Stream`, or the calling task's
+stream of a `Runtime`; `tf_peer_copy`).  `dst_rt`'s streams do not wait:
+`sync_stream(src_rt)` before work on `dst_rt` uses the data.
 """
-function peer_copy!(dst_rt::Runtime, dst::DevicePtr, src_rt::Runtime, src::DevicePtr, bytes::Integer)
+function peer_copy!(dst_rt::RuntimeHandle, dst::DevicePtr, src_rt::RuntimeHandle, src::DevicePtr,
+                    bytes::Integer)
     n = size_arg("tf_peer_copy", "bytes", bytes)
-    _with_ptr(src_rt, "tf_peer_copy") do s
+    _with_stream(src_rt, "tf_peer_copy") do _, s
         _with_ptr(dst_rt, "tf_peer_copy") do d
             check(L.tf_peer_copy(s, src.addr, d, dst.addr, n))
         end
@@ -130,31 +139,31 @@ function peer_copy!(dst_rt::Runtime, dst::DevicePtr, src_rt::Runtime, src::Devic
 end
 
 """
-    DeviceBuffer{T}(rt, n)
-    DeviceBuffer(rt, v::Vector{T})
-    DeviceBuffer{T}(f, rt, n); DeviceBuffer(f, rt, v)
+    DeviceBuffer{T}(x, n)
+    DeviceBuffer(x, v::Vector{T})
+    DeviceBuffer{T}(f, x, n); DeviceBuffer(f, x, v)
 
-`n` elements of bits type `T` in device memory, allocated through `rt`
-(uninitialized, or holding a copy of `v`); its transfers go through `rt`
-(make it with a `bind_slot` runtime to order them with the task's other
-work on one stream).  Device memory is not garbage collected: call
-[`free`](@ref), or use the do-block forms, which free when `f(buf)`
-returns.  (A finalizer could free memory that work queued on another slot
-still uses, so there is none.)
+`n` elements of bits type `T` in device memory, allocated through `x` (a
+`Stream`, or a `Runtime`: then the calling task's stream of it),
+uninitialized or holding a copy of `v`.  Its transfers go through `x`, so
+they are ordered with the rest of the stream's work.  Device memory is not
+garbage collected: call [`free`](@ref), or use the do-block forms, which
+free when `f(buf)` returns.  (A finalizer could free memory that work
+queued on another stream still uses, so there is none.)
 """
 mutable struct DeviceBuffer{T}
-    rt::Runtime
+    rt::RuntimeHandle
     ptr::DevicePtr
     length::Int
 end
 
-function DeviceBuffer{T}(rt::Runtime, n::Integer) where {T}
+function DeviceBuffer{T}(rt::RuntimeHandle, n::Integer) where {T}
     _bits(T, "tf_alloc")
     n >= 0 || throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "length $n is negative"))
     return DeviceBuffer{T}(rt, alloc(rt, Int128(n) * sizeof(T)), Int(n))
 end
 
-function DeviceBuffer(rt::Runtime, v::Vector{T}) where {T}
+function DeviceBuffer(rt::RuntimeHandle, v::Vector{T}) where {T}
     b = DeviceBuffer{T}(rt, length(v))
     try
         upload!(b, v)
@@ -173,8 +182,8 @@ function _freeing(f, b::DeviceBuffer)
     end
 end
 
-DeviceBuffer{T}(f::Function, rt::Runtime, n::Integer) where {T} = _freeing(f, DeviceBuffer{T}(rt, n))
-DeviceBuffer(f::Function, rt::Runtime, v::Vector) = _freeing(f, DeviceBuffer(rt, v))
+DeviceBuffer{T}(f::Function, rt::RuntimeHandle, n::Integer) where {T} = _freeing(f, DeviceBuffer{T}(rt, n))
+DeviceBuffer(f::Function, rt::RuntimeHandle, v::Vector) = _freeing(f, DeviceBuffer(rt, v))
 
 Base.length(b::DeviceBuffer) = b.length
 Base.sizeof(b::DeviceBuffer{T}) where {T} = b.length * sizeof(T)

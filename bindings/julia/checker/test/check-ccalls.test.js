@@ -6,6 +6,8 @@ const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
 const { parseHeader, parseVendorHeader, checkJuliaSource, checkJuliaSources } = require('../lib');
+const { CUDA_JL_EXPORTS, readNameList } = require('../rules');
+const { BLOCKING } = require('../ccall-macro');
 
 const root = path.join(__dirname, '..', '..', '..', '..');
 const headerText = fs.readFileSync(path.join(root, 'include', 'tenferro_gpu.h'), 'utf8');
@@ -70,9 +72,12 @@ test('the module: every ccall, callback and struct matches the headers', { skip:
   const src = path.join(root, 'bindings', 'julia', 'src');
   const files = fs.readdirSync(src).filter((x) => x.endsWith('.jl'))
     .map((f) => ({ file: f, text: fs.readFileSync(path.join(src, f), 'utf8') }));
-  const r = checkJuliaSources(files, header, { vendor, requireCallbacks: true });
+  const r = checkJuliaSources(files, header, {
+    vendor, requireCallbacks: true, gcSafe: BLOCKING, exportClashes: readNameList(CUDA_JL_EXPORTS),
+  });
   assert.deepStrictEqual(r.problems, []);
-  assert.ok(r.ccalls.length >= 65, `only ${r.ccalls.length} ccalls found`);
+  assert.ok(r.ccalls.length >= 69, `only ${r.ccalls.length} ccalls found`);
+  assert.deepStrictEqual(r.gcSafe.sort(), [...BLOCKING].sort());
   assert.deepStrictEqual(r.callbacks.sort(), ['tf_cublas_enqueue:fn', 'tf_set_log_callback:fn',
     'tf_stream_enqueue:fn', 'tf_with_context:fn', 'tf_workspace_retire:release']);
   for (const s of ['tf_runtime_options', 'tf_retirement_stats', 'tf_launch_config', 'tf_compile_options']) {
@@ -128,7 +133,6 @@ test('a wrong number of arguments', () => {
 
 test('forms the checker cannot verify are refused', () => {
   rejects('f(r) = ccall((:tf_runtime_sync, libtenferro), Int32, (Ptr{tf_runtime}), r)', 'must be a tuple literal');
-  rejects('f() = @ccall libtenferro.tf_version()::UInt32', 'not @ccall');
   rejects('f() = ccall(:tf_version, UInt32, ())', 'write the function as (:tf_name, libtenferro)');
   rejects('f() = ccall((:tf_version, "libother"), UInt32, ())', 'the library must be libtenferro');
   rejects('f(r) = ccall((:tf_runtime_sync, libtenferro), Int32, (Ptr{tf_runtime},), r', 'syntax error');
@@ -252,4 +256,10 @@ test('names: exports must be defined, L.name must exist in LibTenferro', () => {
   const r = checkJuliaSources([{ file: 'lib.jl', text: lib }], header,
     { others: [{ file: 'test.jl', text: 'x = L.TF_ERROR_NOPE' }] });
   rejectsWith(r.problems, 'test.jl:1:5: L.TF_ERROR_NOPE: LibTenferro defines no TF_ERROR_NOPE');
+});
+
+test('sources longer than 32 KiB parse', () => {
+  const big = Array.from({ length: 3000 }, (_, i) => `f${i}(x) = x + ${i} # padding the file out`).join('\n');
+  assert.ok(big.length > 64 * 1024);
+  assert.deepStrictEqual(checkJuliaSource(big, header).problems, []);
 });

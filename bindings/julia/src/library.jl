@@ -1,0 +1,52 @@
+# Finding libtenferro_gpu.so.1.  A program that merely can use a GPU must
+# load this package and learn that there is none, not fail at `using`, so
+# the library is looked for once in __init__ and its absence recorded:
+# gpu_available() then answers false, and the calls that would load it
+# throw a TenferroError instead of Libdl's "could not load library".
+
+# Set by _find_library in __init__, read-only afterwards.
+const _LIBRARY_FOUND = Ref(false)
+const _LIBRARY_PROBLEM = Ref("")
+
+function _find_library()
+    _LIBRARY_FOUND[], _LIBRARY_PROBLEM[] = false, ""
+    path = get(ENV, LIBRARY_ENV, "")
+    if !isempty(path)
+        # Load the override first: the ccalls name the SONAME, which the
+        # dynamic loader then resolves to this already loaded copy.
+        h = Libdl.dlopen(path, Libdl.RTLD_NOW | Libdl.RTLD_GLOBAL; throw_error=false)
+        if h === nothing
+            _LIBRARY_PROBLEM[] = "$LIBRARY_ENV=$path cannot be loaded (no such file, or not a library)"
+            return nothing
+        end
+    end
+    h = Libdl.dlopen(L.libtenferro; throw_error=false)
+    if h === nothing
+        _LIBRARY_PROBLEM[] = "$(L.libtenferro) is not on the dynamic loader's path " *
+                             "(install it, add its folder to LD_LIBRARY_PATH, or set $LIBRARY_ENV)"
+        return nothing
+    end
+    found = Libdl.dlpath(h)
+    if !isempty(path) && realpath(found) != realpath(path)
+        _LIBRARY_PROBLEM[] = "$LIBRARY_ENV=$path was loaded, but $(L.libtenferro) resolves to $found: " *
+                             "is the SONAME of $path $(L.libtenferro)?"
+        return nothing
+    end
+    _LIBRARY_FOUND[] = true
+    return nothing
+end
+
+"""
+    TenferroGPU.library_problem() -> String
+
+Why libtenferro_gpu.so.1 could not be used ("" when it was found at load
+time).  [`gpu_available`](@ref) is `false` whenever this is not "".
+"""
+library_problem() = _LIBRARY_PROBLEM[]
+
+# Throws unless the library was found; `op` is the C function about to be
+# called.
+@inline _need_library(op) = _LIBRARY_FOUND[] || _throw_no_library(op)
+
+@noinline _throw_no_library(op) =
+    throw(binding_error(L.TF_ERROR_LIBRARY_NOT_FOUND, op, _LIBRARY_PROBLEM[]))
