@@ -61,7 +61,8 @@ enum Value {
     Text(String),
 }
 
-/// `NAME -> value` of every `#define TF_...` with a value (not TF_API).
+/// `NAME -> value` of every `#define TF_...` constant: not TF_API and not
+/// the attribute macros (TF_NODISCARD, TF_DEPRECATED(message), ...).
 fn header_defines() -> BTreeMap<String, Value> {
     let text = header();
     let joined = text.replace("\\\n", " ");
@@ -70,7 +71,9 @@ fn header_defines() -> BTreeMap<String, Value> {
     for line in joined.lines() {
         let Some(rest) = line.trim_start().strip_prefix("#define ") else { continue };
         let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        if name.starts_with("TF_") && name != "TF_API" && !value.trim().is_empty() {
+        let attribute = name.contains('(')
+            || ["__attribute__", "[[", "__declspec"].iter().any(|a| value.contains(a));
+        if name.starts_with("TF_") && name != "TF_API" && !attribute && !value.trim().is_empty() {
             raw.insert(name.to_string(), value.trim().to_string());
         }
     }
