@@ -4,7 +4,8 @@
 #   make check-python      the binding's tests (TF_TEST_MODE=double, the wheel
 #                          installed and used with no library on the loader's
 #                          path included), mypy --strict over the package and
-#                          the examples, docs/benchmarks.md's Python section
+#                          the examples, docs/python.md's copy of the example,
+#                          docs/benchmarks.md's Python section
 #   make python-wheel      build/python/tenferro_gpu-*.whl: the package with
 #                          libtenferro_gpu.so.1 in tenferro_gpu/_lib/ (and the
 #                          C extension, when PYTHON can build it)
@@ -57,6 +58,7 @@ check-python: lib double python-wheel
 	$(PY_DOUBLE_ENV) TENFERRO_GPU_SPEEDUPS=0 $(PYTEST_PYTHON) -m pytest -q -p no:cacheprovider \
 	  $(addprefix $(PY_BINDING_DIR)/tests/,$(PY_HOT_TESTS))
 	@$(MAKE) --no-print-directory check-python-types
+	@tools/ci/check-doc-example docs/python.md $(PY_BINDING_DIR)/examples/hello.py
 	@$(PYTEST_PYTHON) $(PY_BINDING_DIR)/tools/check_bench_section.py docs/benchmarks.md \
 	  docs/benchmarks-python.md
 
