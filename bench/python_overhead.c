@@ -1,7 +1,8 @@
-/* The C side of bindings/python/bench/overhead.py (make bench-python): each
+/* The C side of bench/python_overhead.py (make bench-python): each
  * function times `iters` calls of one library function from C and returns
  * the mean nanoseconds per call, so the Python binding's cost can be told
  * apart from the library's in the same process, on the same runtime. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #include <stdint.h>
 #include <time.h>
 

@@ -59,10 +59,8 @@ static PyObject *sp_stream(PyObject *self, PyObject *handle) {
     int32_t st;
     (void)self;
     if (rt == NULL) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = p_stream(rt, &out);
-    Py_END_ALLOW_THREADS
-    if (st != 0) return PyLong_FromLong(-(long)st);
+    Py_BEGIN_ALLOW_THREADS st = p_stream(rt, &out);
+    Py_END_ALLOW_THREADS if (st != 0) return PyLong_FromLong(-(long)st);
     return PyLong_FromVoidPtr(out);
 }
 
@@ -71,10 +69,8 @@ static PyObject *sp_sync(PyObject *self, PyObject *handle) {
     int32_t st;
     (void)self;
     if (rt == NULL) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = p_sync(rt);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(st);
+    Py_BEGIN_ALLOW_THREADS st = p_sync(rt);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(st);
 }
 
 static PyObject *sp_download_scalar(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -97,10 +93,8 @@ static PyObject *sp_download_scalar(PyObject *self, PyObject *const *args, Py_ss
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "size is 0 .. 16");
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = p_scalar(rt, (uint64_t)src, out, (size_t)len);
-    Py_END_ALLOW_THREADS
-    if (st != 0) return PyLong_FromLong(st);
+    Py_BEGIN_ALLOW_THREADS st = p_scalar(rt, (uint64_t)src, out, (size_t)len);
+    Py_END_ALLOW_THREADS if (st != 0) return PyLong_FromLong(st);
     return PyBytes_FromStringAndSize((const char *)out, len);
 }
 
@@ -147,8 +141,7 @@ static PyObject *sp_with_context(PyObject *self, PyObject *const *args, Py_ssize
     int32_t st;
     (void)self;
     if (nargs != 2 || !PyList_CheckExact(args[1]) || PyList_GET_SIZE(args[1]) != 5 ||
-        !PyTuple_Check(PyList_GET_ITEM(args[1], 1)) ||
-        !PyDict_Check(PyList_GET_ITEM(args[1], 2))) {
+        !PyTuple_Check(PyList_GET_ITEM(args[1], 1)) || !PyDict_Check(PyList_GET_ITEM(args[1], 2))) {
         PyErr_SetString(PyExc_TypeError, "with_context(handle, frame)");
         return NULL;
     }
@@ -156,10 +149,8 @@ static PyObject *sp_with_context(PyObject *self, PyObject *const *args, Py_ssize
     if (rt == NULL) return NULL;
     frame = args[1];
     Py_INCREF(frame); /* alive for the whole call whatever the callable does */
-    Py_BEGIN_ALLOW_THREADS
-    st = p_context(rt, call_frame, frame);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(frame);
+    Py_BEGIN_ALLOW_THREADS st = p_context(rt, call_frame, frame);
+    Py_END_ALLOW_THREADS Py_DECREF(frame);
     return PyLong_FromLong(st);
 }
 
@@ -175,9 +166,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_speedups",
-    "The binding's hot calls without ctypes (optional; see _speedups.c).", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_speedups",
+    "The binding's hot calls without ctypes (optional; see _speedups.c).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

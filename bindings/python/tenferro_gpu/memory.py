@@ -260,7 +260,9 @@ class TransfersMixin:
                 nbytes = _default_length(s_span, src_offset, name)
             n = _capi.size(nbytes, "nbytes")
             s = _at(s_span, src_offset, n, "src", rt)
-            d_span = _span(peer or rt, dst, "dst", True)
+            # Another library's dst is ordered on this call's slot, which
+            # runs the copy (for a peer copy too).
+            d_span = _span(rt, dst, "dst", True)
             d = _at(d_span, dst_offset, n, "dst", rt)
         except BaseException:
             _finish(rt, False, s_span, d_span)
