@@ -5,7 +5,7 @@
  *
  * It links nothing: tenferro_gpu/_capi.py passes the addresses of the
  * functions of the library it loaded to bind(), so both paths call the same
- * library.  Built by `make python-speedups` (tools/build_speedups.py) when
+ * library.  Built by `make python-speedups` (bindings/python/tools/build_speedups.py) when
  * the interpreter's headers are there; without it the package uses ctypes
  * alone, with the same behaviour.  Every call releases the GIL around the
  * library call, as ctypes does; with_context's callback takes it back.

@@ -345,11 +345,16 @@ def last_error_info() -> ErrorInfo:
     return info
 
 
+def error(st: int) -> errors.TenferroError:
+    """The exception for failed status `st`, from the record the failing
+    call left on this thread.  Call it right after the call, on the same
+    thread, before anything else can call the library."""
+    return errors.error_from_info(st, last_error_info())
+
+
 def fail(st: int) -> NoReturn:
-    """Raise the exception for failed status `st`, from the record the
-    failing call left on this thread.  Call it right after the call, on the
-    same thread, before anything else can call the library."""
-    raise errors.error_from_info(st, last_error_info())
+    """Raise error(st)."""
+    raise error(st)
 
 
 def check(st: int) -> None:

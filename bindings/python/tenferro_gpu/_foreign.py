@@ -23,9 +23,9 @@ dropped right after the call is not reused under the queued work.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
-from . import _dlpack, _driver, _dtypes
+from . import _dlpack, _driver, _dtypes, errors
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -48,12 +48,24 @@ class Foreign:
     def done(self, runtime: "Runtime", queued: bool) -> None:
         """After the C call: keep the memory (and drop the DLPack tensor)
         until the device has passed the work, or at once when the call
-        waited for it (queued=False)."""
-        if queued:
-            runtime.retire(_finish, self._keep, self._release)
-        elif self._release is not None:
-            self._release()
+        waited for it (queued=False).  If the library cannot retire
+        (a faulted device), both are kept for the process's life rather
+        than released under work that may still run; the call's own
+        error, if any, is what the caller sees."""
+        keep, release = self._keep, self._release
         self._keep = self._release = None
+        if not queued:
+            if release is not None:
+                release()
+            return
+        try:
+            runtime.retire(_finish, keep, release)
+        except errors.TenferroError:
+            _leaked.append((keep, release))
+
+
+# What could not be retired (see Foreign.done): never released.
+_leaked: List[Tuple[object, Optional[Callable[[], None]]]] = []
 
 
 def _finish(keep: object, release: Optional[Callable[[], None]]) -> None:

@@ -29,7 +29,8 @@ Shape = Tuple[int, ...]
 Index = Union[int, slice, "ellipsis", Tuple[Union[int, slice, "ellipsis"], ...]]
 
 
-def _freed_by(ptr: int, owner: "Runtime", slot: int) -> int:
+def _freed_by(ptr: int, owner: "Runtime", slot: int,
+              allocation: "Optional[weakref.ref[_Allocation]]" = None) -> int:
     """Free `ptr` in order on stream slot `slot` of `owner` (a Runtime the
     allocation holds), whichever thread runs this, then drop `owner`.
     Returns the tf_free status.
@@ -37,7 +38,11 @@ def _freed_by(ptr: int, owner: "Runtime", slot: int) -> int:
     Only a retired buffer's release can find `owner` closed: at interpreter
     exit, when the owner's own finalizer released the runtime's last
     reference and its teardown runs the pending releases.  The memory then
-    goes with the primary context, and nothing is called."""
+    goes with the primary context, and nothing is called.  At interpreter
+    exit the allocation still exists: it is marked freed first."""
+    alive = allocation() if allocation is not None else None
+    if alive is not None:
+        alive.ptr = None
     if owner.closed:
         return 0
     api = _capi.api()
@@ -83,7 +88,8 @@ class _Allocation:
             owner.close()
             raise
         self.ptr, self.nbytes, self.owner, self.slot = out.value, nbytes, owner, slot
-        self.finalizer = weakref.finalize(self, _freed_by, out.value, owner, slot)
+        self.finalizer = weakref.finalize(self, _freed_by, out.value, owner, slot,
+                                          weakref.ref(self))
 
     def free(self) -> None:
         self.ptr = None

@@ -161,9 +161,11 @@ class TransfersMixin:
         later work on this slot sees the data."""
         with borrow(src, writable=False) as (host, n):
             address, foreign = _address(self._self(), dst, offset, n, "dst", True)
-            _capi.check(_capi.api().tf_upload(self._active(), host, address, n))
-        if foreign is not None:
-            foreign.done(self._self(), queued=True)
+            try:
+                _capi.check(_capi.api().tf_upload(self._active(), host, address, n))
+            finally:
+                if foreign is not None:
+                    foreign.done(self._self(), queued=True)
 
     def download(self, src: Any, dst: Any, *, offset: int = 0) -> Any:
         """Fill all of writable host buffer `dst` from device memory `src`
@@ -213,23 +215,24 @@ class TransfersMixin:
         sp = _capi.speedups
         if sp is not None:
             raw = sp.download_scalar(rt._handle, address, layout.size)   # type: ignore[attr-defined]
-            if foreign is not None:
-                foreign.done(self._self(), queued=False)
-            if type(raw) is int:
-                _capi.fail(raw)
-            values = layout.unpack(raw)
-            return values[0] if layout.single else values
-        try:
-            out = _local.scalar
-        except AttributeError:
-            out = _local.scalar = _ScalarOut()
-        st = _capi.fast.download_scalar(h, caddress or ctypes.c_uint64(address), out,
-                                        layout.csize)
+            st = raw if type(raw) is int else 0
+        else:
+            try:
+                raw = _local.scalar
+            except AttributeError:
+                raw = _local.scalar = _ScalarOut()
+            st = _capi.fast.download_scalar(h, caddress or ctypes.c_uint64(address), raw,
+                                            layout.csize)
         if foreign is not None:
+            # The error record first: releasing the other library's tensor
+            # may call this library (and replace the thread's record).
+            error = _capi.error(st) if st else None
             foreign.done(self._self(), queued=False)
-        if st:
+            if error is not None:
+                raise error
+        elif st:
             _capi.fail(st)
-        values = layout.unpack(out)
+        values = layout.unpack(raw)
         return values[0] if layout.single else values
 
     def _scalar_bytes(self, address: int, size: int) -> bytes:

@@ -119,18 +119,25 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
         else:
             st = api.tf_runtime_new(ordinal, ctypes.byref(out))
         _capi.check(st)
-        self._own(out.value or 0, bound=False)
+        handle = out.value or 0
+        try:
+            self._own(handle, bound=False)
+        except BaseException:
+            api.tf_runtime_release(handle)
+            raise
 
     def _own(self, handle: int, *, bound: bool) -> None:
+        """Own the reference `handle` holds.  On failure nothing is owned
+        (the caller releases it)."""
         api = _capi.api()
+        identity = ctypes.c_uint64()
+        _capi.check(api.tf_runtime_identity(handle, ctypes.byref(identity)))
+        self._identity = identity.value
         self._handle = handle
         self._hc = ctypes.c_void_p(handle)
         self._bound = bound
         self._ordinal = None
-        self._finalizer = weakref.finalize(self, api.tf_runtime_release, handle)
-        identity = ctypes.c_uint64()
-        _capi.check(api.tf_runtime_identity(handle, ctypes.byref(identity)))
-        self._identity = identity.value
+        self._finalizer = weakref.finalize(self, _release_runtime, handle, weakref.ref(self))
 
     @classmethod
     def _adopt(cls: Type[T], handle: int, *, bound: bool = False) -> T:
@@ -376,6 +383,16 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
             return f"<tenferro_gpu.{self._kind} (closed)>"
         return (f"<tenferro_gpu.{self._kind} identity={self._identity} "
                 f"device={self.device.ordinal} handle=0x{self._handle:x}>")
+
+
+def _release_runtime(handle: int, owner: "weakref.ref[Runtime]") -> int:
+    """The finalizer's release.  When it runs at interpreter exit the
+    Runtime still exists: it is marked closed first, so a later call
+    raises instead of using a released handle."""
+    rt = owner()
+    if rt is not None:
+        rt._hc = None
+    return int(_capi.api().tf_runtime_release(handle))
 
 
 # This thread's out-parameter of stream() and a ready byref of it: one per

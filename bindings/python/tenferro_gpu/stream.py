@@ -74,10 +74,16 @@ class Stream(Runtime):
             base.close()
             raise
         self._slot, self._ptr, self._base = slot, None, base
-        self._own(handle, bound=True)
+        try:
+            self._own(handle, bound=True)
+        except BaseException:
+            _capi.api().tf_runtime_release(handle)
+            base.close()
+            raise
         # One finalizer releases the bound handle, then the base reference.
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _release_stream, handle, base)
+        self._finalizer = weakref.finalize(self, _release_stream, handle, base,
+                                           weakref.ref(self))
 
     def close(self) -> None:
         """Release the bound handle and its reference to the runtime.
@@ -184,7 +190,10 @@ def current_stream(runtime: Runtime) -> Optional[Stream]:
     return None if streams is None else streams.get(runtime.identity)
 
 
-def _release_stream(handle: int, base: Runtime) -> int:
+def _release_stream(handle: int, base: Runtime, owner: "weakref.ref[Stream]") -> int:
+    stream = owner()
+    if stream is not None:          # at interpreter exit: mark it closed first
+        stream._hc = None
     try:
         return int(_capi.api().tf_runtime_release(handle))
     finally:

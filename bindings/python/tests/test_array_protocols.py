@@ -243,6 +243,24 @@ def test_objects_with_only_dlpack_are_device_memory(double, rt):
         assert _interop.live_exports() == exports
 
 
+def test_double_a_failed_call_reports_its_own_error_and_still_releases(double, rt):
+    exports = _interop.live_exports()
+    with rt.to_device(bytes(8)) as buf:
+        theirs = support.DLPackArray(buf)
+        double.inject("cuMemcpyHtoDAsync", 1, support.CUDA_ERROR_UNKNOWN)
+        with pytest.raises(tg.CudaError) as e:
+            rt.upload(DATA[:8], theirs)
+        assert (e.value.operation, e.value.call) == ("tf_upload", "cuMemcpyHtoDAsync")
+        double.inject("cuStreamSynchronize", 1, support.CUDA_ERROR_UNKNOWN)
+        with pytest.raises(tg.CudaError) as e:
+            rt.download_scalar(theirs, "B")
+        # the record is the scalar read's, not that of the release after it
+        assert (e.value.operation, e.value.call) == ("tf_download_scalar",
+                                                     "cuStreamSynchronize")
+        rt.sync()
+        assert _interop.live_exports() == exports
+
+
 def test_host_memory_with_dlpack_is_refused(rt):
     host = np.zeros(4, np.uint8)
     with pytest.raises(TypeError, match="DLPack device type 1"):

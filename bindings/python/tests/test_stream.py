@@ -252,3 +252,23 @@ def test_support_foreign_library_sees_the_double_lag(double, rt8):
     assert foreign.read(s, buf.ptr, 16) == DATA
     foreign.destroy_stream(s)
     buf.free()
+
+
+def test_objects_released_at_exit_while_still_referenced_refuse_use():
+    # At interpreter exit weakref finalizers run while the objects still
+    # exist: each is marked closed first, so a late call raises rather than
+    # using a released handle or freed memory.
+    rt = tg.Runtime(0)
+    stream = rt.bind_stream(0)
+    buf = rt.alloc(8)
+    view = buf[2:]
+    buf._alloc.finalizer()
+    stream._finalizer()
+    rt._finalizer()
+    with pytest.raises(ValueError, match="freed"):
+        view.ptr
+    with pytest.raises(ValueError, match="Stream is closed"):
+        stream.sync()
+    with pytest.raises(ValueError, match="Runtime is closed"):
+        rt.stream()
+    assert rt.closed and stream.closed and buf.freed
