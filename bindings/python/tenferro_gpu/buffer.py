@@ -170,7 +170,7 @@ class DeviceBuffer:
     """
 
     __slots__ = ("_alloc", "_offset", "_dtype", "_shape", "_strides", "_base",
-                 "_nbytes", "_contiguous", "_address", "_cptr", "__weakref__")
+                 "_nbytes", "_contiguous", "_head", "_address", "_cptr", "__weakref__")
 
     _alloc: _Allocation
     _offset: int
@@ -180,6 +180,9 @@ class DeviceBuffer:
     _base: Optional["DeviceBuffer"]
     _nbytes: int
     _contiguous: bool
+    # Bytes readable as one block from the first element: nbytes when
+    # contiguous, else 0 (download_scalar's one comparison).
+    _head: int
     # The address as an int and as a ready ctypes argument, for
     # download_scalar (valid while _alloc.ptr is not None).
     _address: int
@@ -203,6 +206,7 @@ class DeviceBuffer:
         self._shape, self._strides, self._base = shape, strides, base
         self._nbytes = _product(shape) * dtype.itemsize
         self._contiguous = _is_contiguous(shape, strides)
+        self._head = self._nbytes if self._contiguous else 0
         self._address = (alloc.ptr or 0) + offset
         self._cptr = ctypes.c_uint64(self._address)
 

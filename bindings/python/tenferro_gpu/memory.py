@@ -194,8 +194,8 @@ class TransfersMixin:
         # The common case first, with nothing to check but what Python
         # knows and the library does not: a live contiguous DeviceBuffer
         # read from its start, within its bounds.
-        if (type(src) is DeviceBuffer and offset == 0 and src._contiguous
-                and layout.size <= src._nbytes and src._alloc.ptr is not None):
+        if (type(src) is DeviceBuffer and offset == 0 and layout.size <= src._head
+                and src._alloc.ptr is not None):
             address = src._address
             caddress: Any = src._cptr
             foreign = None
@@ -221,8 +221,9 @@ class TransfersMixin:
                 raw = _local.scalar
             except AttributeError:
                 raw = _local.scalar = _ScalarOut()
-            st = _capi.fast.download_scalar(h, caddress or ctypes.c_uint64(address), raw,
-                                            layout.csize)
+            if caddress is None:
+                caddress = ctypes.c_uint64(address)
+            st = _capi.fast.download_scalar(h, caddress, raw, layout.csize)
         if foreign is not None:
             # The error record first: releasing the other library's tensor
             # may call this library (and replace the thread's record).
