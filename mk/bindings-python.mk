@@ -21,7 +21,7 @@
 # they skip with a line saying so.  The GPU tests (marked gpu) run only with
 # TF_TEST_MODE=gpu on a GPU machine (docs/python.md says how).
 
-DEBS_CI += python3-pytest python3-numpy mypy
+DEBS_CI += python3-pytest python3-numpy mypy python3-dev
 PYTEST_PYTHON ?= /usr/bin/python3
 PY_BINDING_DIR := bindings/python
 PY_DOUBLE_ENV = TF_TEST_MODE=double PYTHONDONTWRITEBYTECODE=1 \
