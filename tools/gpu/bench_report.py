@@ -1,7 +1,31 @@
 #!/usr/bin/env python3
-"""Turns the RESULT/INFO/PEER lines the benchmarks print into markdown."""
+"""Turns the RESULT/INFO/PEER lines the benchmarks print into markdown.
+
+    bench_report.py LOG > docs/benchmarks.md
+    bench_report.py --python-section docs/benchmarks.md docs/benchmarks-python.md
+
+The report ends with the Python binding's overhead section, measured
+against the driver double by `make bench-python` and kept in
+docs/benchmarks-python.md, so regenerating the GPU rows keeps it; the
+second form refreshes just that section (make bench-python runs it)."""
 import datetime
+import os
 import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PYTHON_SECTION = os.path.join(ROOT, "docs", "benchmarks-python.md")
+PYTHON_HEADING = "## Python binding overhead (driver double)"
+
+
+def with_python_section(report, section_path=PYTHON_SECTION):
+    """`report` without any Python section, then the committed one."""
+    at = report.find("\n" + PYTHON_HEADING)
+    if at >= 0:
+        report = report[:at].rstrip("\n") + "\n"
+    if not os.path.exists(section_path):
+        return report
+    with open(section_path) as f:
+        return report.rstrip("\n") + "\n" + f.read()
 
 
 def compare_rows(compares, rows, peers):
@@ -58,8 +82,14 @@ def main(path):
     missed = [r[0] for r in judged if r[8] != "yes"]
     out += ["", f"Goals met: {len(judged) - len(missed)} of {len(judged)}" +
             (f"; missed: {', '.join(missed)}" if missed else "") + "."]
-    print("\n".join(out))
+    sys.stdout.write(with_python_section("\n".join(out) + "\n"))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--python-section":
+        with open(sys.argv[2]) as f:
+            text = with_python_section(f.read(), sys.argv[3])
+        with open(sys.argv[2], "w") as f:
+            f.write(text)
+    else:
+        main(sys.argv[1])

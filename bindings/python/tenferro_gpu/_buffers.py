@@ -15,9 +15,12 @@ run.  The buffer must be contiguous (C or Fortran order); its bytes are
 copied in memory order.  Writable borrows refuse read-only objects.
 """
 
+from __future__ import annotations
+
 import contextlib
 import ctypes
 from ctypes import POINTER, Structure, c_char_p, c_int, c_ssize_t, c_void_p
+from typing import Iterator, Tuple
 
 # Flags of PyObject_GetBuffer (Include/pybuffer.h; part of the stable ABI).
 PyBUF_WRITABLE = 0x0001
@@ -52,12 +55,12 @@ _release_buffer.argtypes = [POINTER(_PyBuffer)]
 _release_buffer.restype = None
 
 
-def _describe(obj):
+def _describe(obj: object) -> str:
     return type(obj).__module__ + "." + type(obj).__qualname__
 
 
 @contextlib.contextmanager
-def borrow(obj, *, writable):
+def borrow(obj: object, *, writable: bool) -> Iterator[Tuple[int, int]]:
     """Yield (address, nbytes) of obj's memory while holding its buffer.
 
     Raises TypeError when obj has no buffer or (writable=True) a read-only
@@ -68,7 +71,7 @@ def borrow(obj, *, writable):
         raise TypeError(f"expected a writable buffer (bytearray, memoryview, "
                         f"NumPy array), got read-only {_describe(obj)}")
     try:
-        memoryview(obj).release()      # has a buffer at all?
+        memoryview(obj).release()      # type: ignore[arg-type]  # has a buffer at all?
     except TypeError:
         raise TypeError(f"expected an object with the buffer protocol "
                         f"(bytes, bytearray, memoryview, NumPy array), got "
@@ -78,7 +81,7 @@ def borrow(obj, *, writable):
     try:
         _get_buffer(obj, ctypes.byref(view), flags)
     except (BufferError, ValueError) as e:   # NumPy says ValueError
-        if writable and memoryview(obj).readonly:
+        if writable and memoryview(obj).readonly:   # type: ignore[arg-type]
             raise TypeError(f"expected a writable buffer, got a read-only "
                             f"{_describe(obj)}") from None
         raise BufferError(f"{_describe(obj)} cannot be borrowed as one "

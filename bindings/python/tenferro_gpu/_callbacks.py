@@ -1,16 +1,17 @@
 """Python callables behind the library's C callbacks.
 
-The library calls a C function with a void *user_data.  The binding passes
-a small integer token as user_data; the token finds the Python call's frame
-(the callable, its arguments, and what it returned or raised).  One
+The library calls a C function with a void *user_data.  For the callbacks
+that run during the call (tf_with_context, tf_cublas_enqueue,
+tf_stream_enqueue) the binding passes the call's frame itself as user_data
+(a Python list: the callable, its arguments, what it returned, what it
+raised), which the caller keeps alive for the whole C call.  One
 trampoline per C callback type exists for the life of the process, so a
-call creates no ctypes thunk, and the callable's frame lives exactly as
-long as the C call.
+call creates no ctypes thunk and looks nothing up.
 
 An exception raised by the callable (any BaseException, KeyboardInterrupt
 included) is caught in the trampoline, which returns CALLBACK_RAISED to the
-library, and is re-raised by `call_with_callback` after the C call returns,
-so it is never lost and never crosses the C ABI.
+library, and is re-raised by the caller after the C call returns, so it is
+never lost and never crosses the C ABI.
 
 Retirement releases (tf_workspace_retire) are different: they run later,
 from another call of the library, possibly on another thread, so there is
@@ -20,111 +21,114 @@ reports it through sys.unraisablehook ("Exception ignored on calling
 ctypes callback function"), as Python does for exceptions in finalizers.
 """
 
+from __future__ import annotations
+
+import ctypes
 import itertools
 import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import _capi
 
 # What a trampoline returns to the library when the callable raised; the
 # library reports it as TF_ERROR_CALLBACK with this code before the binding
 # re-raises the callable's own exception.
 CALLBACK_RAISED = -1
 
-
-class _Frame:
-    __slots__ = ("fn", "args", "kwargs", "result", "exception")
-
-    def __init__(self, fn, args, kwargs):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.result = None
-        self.exception = None
+# A frame: [callable, args, kwargs, result, exception].
+FN, ARGS, KWARGS, RESULT, EXCEPTION = range(5)
+Frame = List[Any]
 
 
-# token -> frame of a call in progress (nested and concurrent calls each
-# have their own).  dict operations and next() on a count are atomic.
-_frames = {}
-_tokens = itertools.count(1)
+def new_frame(fn: object, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Frame:
+    """The frame of one call; refuses a non-callable before any C call."""
+    if not callable(fn):
+        raise TypeError(f"expected a callable, got {type(fn).__name__}")
+    return [fn, args, kwargs, None, None]
 
 
-def _success(result):
-    return 0
+def _with_context_entry(frame: Frame) -> int:
+    try:
+        frame[RESULT] = frame[FN](*frame[ARGS], **frame[KWARGS])
+        return 0
+    except BaseException as e:  # noqa: B036 -- re-raised after the call
+        frame[EXCEPTION] = e
+        return CALLBACK_RAISED
 
 
-def trampoline(cfunctype, convert=None, status_of=_success):
-    """A C function of type `cfunctype` whose last argument is user_data.
-
-    The C arguments before user_data are passed through `convert` (if any)
-    and then given to the callable ahead of its own arguments: a cuBLAS
-    callback receives the handle first.  `status_of(result)` is what the
-    trampoline returns to the library (0 by default); an exception it
-    raises counts as the callable's.
-    """
-    def entry(*c_args):
-        frame = _frames.get(c_args[-1])
-        if frame is None:          # not a call of this binding
-            return CALLBACK_RAISED
-        try:
-            leading = c_args[:-1]
-            if convert is not None:
-                leading = convert(*leading)
-            frame.result = frame.fn(*leading, *frame.args, **frame.kwargs)
-            return status_of(frame.result)
-        except BaseException as e:  # noqa: B036 -- re-raised after the call
-            frame.exception = e
-            return CALLBACK_RAISED
-    return cfunctype(entry)
+def _stream_entry(stream: Optional[int], frame: Frame) -> int:
+    try:
+        frame[RESULT] = frame[FN](stream or 0, *frame[ARGS], **frame[KWARGS])
+        return 0
+    except BaseException as e:  # noqa: B036
+        frame[EXCEPTION] = e
+        return CALLBACK_RAISED
 
 
-def cublas_status(result):
+def _cublas_entry(handle: Optional[int], stream: Optional[int], frame: Frame) -> int:
+    try:
+        frame[RESULT] = frame[FN](handle or 0, stream or 0, *frame[ARGS], **frame[KWARGS])
+        return cublas_status(frame[RESULT])
+    except BaseException as e:  # noqa: B036
+        frame[EXCEPTION] = e
+        return CALLBACK_RAISED
+
+
+def cublas_status(result: object) -> int:
     """The cublasStatus_t a cuBLAS callable returned: None counts as
     CUBLAS_STATUS_SUCCESS (0), an int is passed on, anything else is a
     TypeError raised for the callable."""
     if result is None:
         return 0
-    if isinstance(result, bool) or not hasattr(result, "__index__"):
+    index = getattr(result, "__index__", None)
+    if isinstance(result, bool) or index is None:
         raise TypeError(f"a cublas_enqueue callable returns a cublasStatus_t "
                         f"(an int, or None for success), not "
                         f"{type(result).__name__}")
-    status = result.__index__()
+    status: int = index()
     if not -(1 << 31) <= status < (1 << 31):
         raise OverflowError(f"cublasStatus_t {status} does not fit int32_t")
     return status
 
 
-def call_with_callback(c_function, c_args, c_trampoline, fn, args, kwargs):
-    """Call c_function(*c_args, c_trampoline, token) with `fn` behind the
-    token.  Returns (status, fn's result).  Re-raises what fn raised."""
-    if not callable(fn):
-        raise TypeError(f"expected a callable, got {type(fn).__name__}")
-    frame = _Frame(fn, args, kwargs)
-    token = next(_tokens)
-    _frames[token] = frame
-    try:
-        st = c_function(*c_args, c_trampoline, token)
-    finally:
-        del _frames[token]
-    exception, frame.exception = frame.exception, None
+def reraise(frame: Frame) -> None:
+    """Raise what the callable raised, if anything, dropping the frame's
+    reference so no traceback -> frame cycle is left behind."""
+    exception = frame[EXCEPTION]
     if exception is not None:
+        frame[EXCEPTION] = None
         try:
             raise exception
         finally:
-            exception = None   # no frame -> traceback -> frame cycle
-    return st, frame.result
+            exception = None
+
+
+WITH_CONTEXT = _capi.WITH_CONTEXT_FN(_with_context_entry)
+STREAM = _capi.STREAM_FN(_stream_entry)
+CUBLAS = _capi.CUBLAS_FN(_cublas_entry)
 
 
 # token -> (fn, args) of a retirement the library has not released yet.
-_pending = {}
+_pending: Dict[int, Tuple[Callable[..., object], Tuple[Any, ...]]] = {}
 _pending_lock = threading.Lock()
+_tokens = itertools.count(1)
 
 
-def _release_entry(resource, user_data):
+def _release_entry(resource: Optional[int], user_data: Optional[int]) -> None:
     with _pending_lock:
-        work = _pending.pop(user_data, None)
+        work = _pending.pop(user_data or 0, None)
     if work is None:
         return
     fn, args = work
     fn(*args)     # an exception goes to sys.unraisablehook (see above)
 
 
-def retirement(c_retire, c_args, release_cfunctype, fn, args):
+_release: Any = None
+
+
+def retirement(c_retire: Callable[..., int], c_args: Tuple[Any, ...],
+               release_cfunctype: Any, fn: Callable[..., object],
+               args: Tuple[Any, ...]) -> int:
     """Call c_retire(*c_args, None, release trampoline, token) with fn(*args)
     behind the token.  Returns the status; on any failure the library will
     never run the release, so the callable is dropped here."""
@@ -136,17 +140,14 @@ def retirement(c_retire, c_args, release_cfunctype, fn, args):
     token = next(_tokens)
     with _pending_lock:
         _pending[token] = (fn, args)
-    st = c_retire(*c_args, None, _release, token)
+    st = c_retire(*c_args, None, _release, ctypes.c_void_p(token))
     if st != 0:
         with _pending_lock:
             _pending.pop(token, None)
     return st
 
 
-def pending_releases():
+def pending_releases() -> int:
     """Number of retirements whose release has not run yet."""
     with _pending_lock:
         return len(_pending)
-
-
-_release = None

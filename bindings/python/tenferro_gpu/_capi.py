@@ -8,9 +8,13 @@ library does not export (an older library) fails only when it is called,
 with MissingFunctionError, so the rest of the binding keeps working.
 """
 
+from __future__ import annotations
+
 import ctypes
+import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int32,
-                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p, py_object)
+from typing import Any, Callable, NoReturn, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import _library, errors
 
@@ -107,7 +111,10 @@ class CompileOptionsStruct(Structure):
     ]
 
 
-def new_struct(struct_type, init):
+S = TypeVar("S", bound=Structure)
+
+
+def new_struct(struct_type: Type[S], init: Callable[..., Any]) -> S:
     """A struct_type initialised by its *_init function with the binding's
     own sizeof, so the library writes only the fields this binding knows."""
     value = struct_type()
@@ -117,14 +124,17 @@ def new_struct(struct_type, init):
 
 # ---- callback types ------------------------------------------------------
 
+# The binding passes a Python object (the call's frame, kept alive by the
+# caller for the whole C call) as user_data of the callbacks that run during
+# the call, so the one trampoline per type finds it without a lookup.
 # int32_t (*fn)(void *user_data) of tf_with_context.
-WITH_CONTEXT_FN = CFUNCTYPE(c_int32, c_void_p)
+WITH_CONTEXT_FN = CFUNCTYPE(c_int32, py_object)
 # tf_log_fn
 LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 # int32_t (*fn)(void *cublas_handle, void *stream, void *user_data)
-CUBLAS_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_void_p)
+CUBLAS_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, py_object)
 # int32_t (*fn)(void *stream, void *user_data) of tf_stream_enqueue
-STREAM_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p)
+STREAM_FN = CFUNCTYPE(c_int32, c_void_p, py_object)
 # void (*release)(void *resource, void *user_data) of tf_workspace_retire
 RELEASE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 
@@ -172,13 +182,13 @@ PROTOTYPES = (
     ("tf_runtime_current_slot", status, (runtime_p, POINTER(c_int32))),
     ("tf_runtime_stream", status, (runtime_p, POINTER(c_void_p))),
     ("tf_runtime_slot_stream", status, (runtime_p, c_int32, POINTER(c_void_p))),
-    ("tf_with_context", status, (runtime_p, WITH_CONTEXT_FN, c_void_p)),
+    ("tf_with_context", status, (runtime_p, WITH_CONTEXT_FN, py_object)),
     ("tf_runtime_sync", status, (runtime_p,)),
     # Work on the slot streams: cuBLAS, any library, kernels, retirement
-    ("tf_cublas_enqueue", status, (runtime_p, c_int32, CUBLAS_FN, c_void_p)),
+    ("tf_cublas_enqueue", status, (runtime_p, c_int32, CUBLAS_FN, py_object)),
     ("tf_cublas_symbol", status, (c_char_p, POINTER(c_void_p))),
     ("tf_cublas_version", status, (POINTER(c_int32),)),
-    ("tf_stream_enqueue", status, (runtime_p, STREAM_FN, c_void_p)),
+    ("tf_stream_enqueue", status, (runtime_p, STREAM_FN, py_object)),
     ("tf_slot_wait", status, (runtime_p, c_int32)),
     ("tf_event_new", status, (runtime_p, POINTER(event_p))),
     ("tf_event_retain", status, (event_p,)),
@@ -218,6 +228,14 @@ PROTOTYPES = (
 )
 
 
+# The calls whose per-call cost matters (docs/python.md, "Per-call
+# overhead"), as second ctypes function objects without argtypes: the
+# callers pass ready ctypes values (c_void_p handles, c_uint64 addresses),
+# which skips ctypes' argument conversion.  restype is set; they still
+# release the GIL like every CDLL function.
+FAST = ("tf_runtime_stream", "tf_runtime_sync", "tf_download_scalar", "tf_with_context")
+
+
 class MissingFunctionError(_library.LoadError):
     """The loaded library does not export a function this binding calls (it
     is older than the binding)."""
@@ -228,19 +246,41 @@ class MissingFunctionError(_library.LoadError):
 class _Missing:
     """Stands in for a function the loaded library lacks."""
 
-    def __init__(self, name, where):
+    def __init__(self, name: str, where: str) -> None:
         self._name, self._where = name, where
 
-    def __call__(self, *args):
+    def __call__(self, *args: object) -> NoReturn:
         raise MissingFunctionError(
             f"{self._name} is not exported by {self._where} (tenferro-gpu "
             f"{api().version_string}); a newer library is needed")
 
 
+class Fast:
+    """The FAST functions, untyped (see FAST)."""
+
+    __slots__ = ("stream", "sync", "download_scalar", "with_context")
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        func_type = type(lib.tf_version)     # the CDLL's own function class
+
+        def untyped(name: str) -> Callable[..., int]:
+            fn = func_type((name, lib))
+            fn.restype = c_int32
+            return fn
+        self.stream = untyped("tf_runtime_stream")
+        self.sync = untyped("tf_runtime_sync")
+        self.download_scalar = untyped("tf_download_scalar")
+        self.with_context = untyped("tf_with_context")
+
+
 class _Api:
     """One attribute per prototype: the typed ctypes function."""
 
-    def __init__(self, lib, where):
+    where: str
+    version_string: str
+    fast: Fast
+
+    def __init__(self, lib: ctypes.CDLL, where: str) -> None:
         self.where = where
         for name, restype, argtypes in PROTOTYPES:
             try:
@@ -252,22 +292,52 @@ class _Api:
             fn.argtypes = list(argtypes)
             setattr(self, name, fn)
         self.version_string = self.tf_version_string().decode()
+        self.fast = Fast(lib)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not prototypes: a typo, not a
+        # missing export (those are _Missing).
+        raise AttributeError(name)
 
 
-_api = None
+_api: Optional[_Api] = None
+# api().fast, set with it: the hot paths read this module attribute (every
+# Runtime exists only after the library was loaded).
+fast: Fast
+# The optional C extension (src/_speedups.c) bound to the same library, or
+# None: then the hot paths use `fast`.  TENFERRO_GPU_SPEEDUPS=0 turns it off.
+speedups: Any = None
+ENV_SPEEDUPS = "TENFERRO_GPU_SPEEDUPS"
 
 
-def api():
+def _load_speedups(lib: ctypes.CDLL) -> Any:
+    if os.environ.get(ENV_SPEEDUPS, "1") == "0":
+        return None
+    try:
+        from . import _speedups     # type: ignore[attr-defined]
+    except ImportError:             # not built, or for another interpreter
+        return None
+
+    def address(name: str) -> int:
+        return ctypes.cast(getattr(lib, name), c_void_p).value or 0
+    _speedups.bind(address("tf_runtime_stream"), address("tf_runtime_sync"),
+                   address("tf_download_scalar"), address("tf_with_context"))
+    return _speedups
+
+
+def api() -> _Api:
     """The bound C API, loading the library at the first call."""
-    global _api
+    global _api, fast, speedups
     if _api is None:
         lib, where = _library.load()
         bound = _Api(lib, where)
+        fast = bound.fast
+        speedups = _load_speedups(lib)
         _api = bound
     return _api
 
 
-def last_error_info():
+def last_error_info() -> ErrorInfo:
     """The calling thread's whole error record, copied in one call."""
     a = api()
     info = new_struct(ErrorInfo, a.tf_error_info_init)
@@ -275,36 +345,52 @@ def last_error_info():
     return info
 
 
-def check(st):
-    """Raise the exception for a failed status, from the record the failing
+def error(st: int) -> errors.TenferroError:
+    """The exception for failed status `st`, from the record the failing
     call left on this thread.  Call it right after the call, on the same
     thread, before anything else can call the library."""
+    return errors.error_from_info(st, last_error_info())
+
+
+def fail(st: int) -> NoReturn:
+    """Raise error(st)."""
+    raise error(st)
+
+
+def check(st: int) -> None:
+    """fail(st) unless st is TF_OK."""
     if st != 0:
-        raise errors.error_from_info(st, last_error_info())
+        fail(st)
 
 
-def _integer(value, name, low, high, c_name):
+def _integer(value: object, name: str, low: int, high: int, c_name: str) -> int:
     """`value` as an int that fits the C parameter, else TypeError or
     OverflowError (ctypes would silently truncate it)."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    index = getattr(value, "__index__", None)
+    if isinstance(value, bool) or index is None:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = value.__index__()
-    if not low <= value <= high:
-        raise OverflowError(f"{name}={value} does not fit the C {c_name}")
-    return value
+    number: int = index()
+    if not low <= number <= high:
+        raise OverflowError(f"{name}={number} does not fit the C {c_name}")
+    return number
 
 
-def int32(value, name):
+def int32(value: object, name: str) -> int:
     return _integer(value, name, -(1 << 31), (1 << 31) - 1, "int32_t")
 
 
-def uint32(value, name):
+def uint32(value: object, name: str) -> int:
     return _integer(value, name, 0, (1 << 32) - 1, "uint32_t")
 
 
-def uint64(value, name):
+def uint64(value: object, name: str) -> int:
     return _integer(value, name, 0, (1 << 64) - 1, "uint64_t")
 
 
-def size(value, name):
+def size(value: object, name: str) -> int:
     return _integer(value, name, 0, (1 << (8 * ctypes.sizeof(c_size_t))) - 1, "size_t")
+
+
+def dims(values: Sequence[object], name: str) -> Tuple[int, ...]:
+    """A tuple of non-negative ints that fit size_t."""
+    return tuple(size(v, name) for v in values)

@@ -8,9 +8,12 @@ in this order:
    silent fall-back).  A relative path is refused, as the C library refuses
    a relative ``TENFERRO_GPU_CUDA_DRIVER``: it would be resolved against the
    working directory.  The variable is ignored in set-user-ID processes.
-2. The SONAME ``libtenferro_gpu.so.1`` through the dynamic loader's normal
+2. The copy bundled in the package, ``tenferro_gpu/_lib/libtenferro_gpu.so.1``
+   (a wheel from ``make python-wheel`` has one; a source checkout has none),
+   so an installed wheel uses the library it was built and tested with.
+3. The SONAME ``libtenferro_gpu.so.1`` through the dynamic loader's normal
    search path (``LD_LIBRARY_PATH``, the ld.so cache, the system folders).
-3. ``pkg-config --variable=libdir tenferro_gpu`` (the ``PKG_CONFIG``
+4. ``pkg-config --variable=libdir tenferro_gpu`` (the ``PKG_CONFIG``
    program, ``pkg-config`` by default), for an install under a prefix the
    loader does not search.
 
@@ -18,10 +21,13 @@ The library is loaded once per process, at the first call that needs it, so
 ``import tenferro_gpu`` never fails for lack of it.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import subprocess
 import threading
+from typing import Any, List, Optional, Tuple
 
 ENV_LIBRARY = "TENFERRO_GPU_LIBRARY"
 SONAME = "libtenferro_gpu.so.1"
@@ -37,16 +43,19 @@ class LoadError(OSError):
     __module__ = "tenferro_gpu"
 
 
+# Where a wheel bundles the library (see mk/bindings-python.mk).
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", SONAME)
+
 _lock = threading.Lock()
-_loaded = None
+_loaded: Optional[Tuple[ctypes.CDLL, str]] = None
 
 
-def _environment_allowed():
+def _environment_allowed() -> bool:
     """Mirror secure_getenv: no environment overrides in set-ID processes."""
     return os.getuid() == os.geteuid() and os.getgid() == os.getegid()
 
 
-def _from_override(path):
+def _from_override(path: str) -> Tuple[ctypes.CDLL, str]:
     if not os.path.isabs(path):
         raise LoadError(
             f"{ENV_LIBRARY}={path!r} is not an absolute path; it was ignored "
@@ -57,7 +66,7 @@ def _from_override(path):
         raise LoadError(f"{ENV_LIBRARY}={path!r} could not be loaded: {e}") from e
 
 
-def _pkg_config_libdir():
+def _pkg_config_libdir() -> Tuple[Optional[str], Optional[str]]:
     """libdir of the tenferro_gpu pkg-config module, or (None, why)."""
     program = os.environ.get("PKG_CONFIG", "pkg-config")
     try:
@@ -74,9 +83,14 @@ def _pkg_config_libdir():
     return libdir, None
 
 
-def _search():
-    """Steps 2 and 3: (CDLL, where) or raise LoadError naming each attempt."""
-    tried = []
+def _search() -> Tuple[ctypes.CDLL, str]:
+    """Steps 2 to 4: (CDLL, where) or raise LoadError naming each attempt."""
+    tried: List[str] = []
+    if os.path.exists(BUNDLED):
+        try:
+            return ctypes.CDLL(BUNDLED), BUNDLED
+        except OSError as e:
+            tried.append(f"the copy in the package: {e}")
     try:
         return ctypes.CDLL(SONAME), SONAME
     except OSError as e:
@@ -97,7 +111,7 @@ def _search():
         f"PKG_CONFIG_PATH, or set {ENV_LIBRARY} to its absolute path.")
 
 
-def _check_version(lib, where):
+def _check_version(lib: Any, where: str) -> None:
     lib.tf_version.restype = ctypes.c_uint32
     lib.tf_version.argtypes = []
     number = lib.tf_version()
@@ -107,7 +121,7 @@ def _check_version(lib, where):
             f"{number % 100}; this binding needs major version {ABI_MAJOR}")
 
 
-def load():
+def load() -> Tuple[ctypes.CDLL, str]:
     """The loaded library as (ctypes.CDLL, where it came from).
 
     Thread-safe; the first successful load is kept for the process.
@@ -122,4 +136,4 @@ def load():
             lib, where = _from_override(override) if override else _search()
             _check_version(lib, where)
             _loaded = (lib, where)
-    return _loaded
+        return _loaded

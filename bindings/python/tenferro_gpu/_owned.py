@@ -6,9 +6,14 @@ still open at interpreter exit.  The finalizer holds what the release
 needs (never the owner itself), so a cycle cannot keep it alive.
 """
 
+from __future__ import annotations
+
 import weakref
+from typing import Any, Callable, Optional, TypeVar
 
 from . import _capi
+
+T = TypeVar("T", bound="Owned")
 
 
 class Owned:
@@ -16,13 +21,16 @@ class Owned:
     _kind = "object"          # the class name in messages
     _closed_word = "closed"   # "freed" for memory
 
-    def _own(self, handle, release, *extra):
+    _handle: int
+    _finalizer: weakref.finalize
+
+    def _own(self, handle: int, release: Callable[..., Optional[int]], *extra: Any) -> None:
         """Own `handle`; release(handle, *extra) returns a status or None."""
         self._handle = handle
         self._finalizer = weakref.finalize(self, release, handle, *extra)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """The library's pointer (or address) as an integer, borrowed: valid
         while this object is open.  Raises ValueError once closed."""
         if not self._finalizer.alive:
@@ -30,19 +38,19 @@ class Owned:
         return self._handle
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return not self._finalizer.alive
 
-    def close(self):
+    def close(self) -> None:
         """Release the reference now.  Idempotent.  Raises the library's
         error if the release failed (what it held is then leaked, never
         released twice)."""
         if self._finalizer.alive:
             _capi.check(self._finalizer() or 0)
 
-    def __enter__(self):
+    def __enter__(self: T) -> T:
         self.handle
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -11,25 +11,34 @@ the slot.
 
 gemm() is cuBLAS's own column-major GEMM; matmul() is the row-major
 product NumPy and PyTorch compute.  Operands are DeviceBuffers (whose sizes
-are checked against the shapes before anything is queued) or device
+are checked against the shapes before anything is queued), other
+libraries' device arrays (a torch.Tensor, a cupy.ndarray: their sizes are
+checked too, and they are ordered and kept as _foreign.py says), or device
 addresses as integers (torch.Tensor.data_ptr(), not checked).
 """
 
+from __future__ import annotations
+
 import ctypes
 from ctypes import c_int, c_uint64, c_void_p
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from .memory import DeviceBuffer
+from . import _foreign
+from .buffer import DeviceBuffer
 from .stream_work import PointerMode, cublas_function
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 # cublasOperation_t
 OP_N, OP_T = 0, 1
 
 _TYPES = {"float32": ("cublasSgemm_v2", ctypes.c_float),
           "float64": ("cublasDgemm_v2", ctypes.c_double)}
-_functions = {}
+_functions: Dict[str, Any] = {}
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype: object) -> str:
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
     name = str(name).rsplit(".", 1)[-1]
     name = {"float": "float32", "single": "float32", "double": "float64"}.get(name, name)
@@ -38,7 +47,7 @@ def _dtype_name(dtype):
     return name
 
 
-def _gemm_function(name):
+def _gemm_function(name: str) -> Any:
     """The library's cublas<S|D>gemm_v2, resolved once per process."""
     fn = _functions.get(name)
     if fn is None:
@@ -50,33 +59,50 @@ def _gemm_function(name):
     return fn
 
 
-def _int(value, name):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+def _int(value: object, name: str) -> int:
+    index = getattr(value, "__index__", None)
+    if isinstance(value, bool) or index is None:
         raise TypeError(f"{name} must be an integer")
-    value = value.__index__()
-    if not 0 <= value < (1 << 31):
-        raise ValueError(f"{name}={value} is outside 0 .. 2**31 - 1")
-    return value
+    number: int = index()
+    if not 0 <= number < (1 << 31):
+        raise ValueError(f"{name}={number} is outside 0 .. 2**31 - 1")
+    return number
 
 
-def _operand(buffer, rows, cols, ld, itemsize, name):
+def _operand(rt: "Runtime", buffer: Any, rows: int, cols: int, ld: int, itemsize: int,
+             name: str, borrowed: List[_foreign.Foreign]) -> int:
     """The address of a column-major rows x cols operand with leading
-    dimension ld, checking ld and a DeviceBuffer's size."""
+    dimension ld, checking ld and the size of a DeviceBuffer or another
+    library's array (appended to `borrowed`)."""
     if ld < max(rows, 1):
         raise ValueError(f"{name}: leading dimension {ld} is below its {rows} rows")
+    need = ((cols - 1) * ld + rows) * itemsize if rows and cols else 0
     if isinstance(buffer, DeviceBuffer):
-        need = ((cols - 1) * ld + rows) * itemsize if rows and cols else 0
+        buffer._check_contiguous(f"gemm operand {name}")
         if need > buffer.nbytes:
             raise ValueError(f"{name}: a {rows}x{cols} matrix with leading dimension {ld} "
                              f"needs {need} bytes; the DeviceBuffer has {buffer.nbytes}")
         return buffer.ptr
-    if isinstance(buffer, bool) or not hasattr(buffer, "__index__"):
-        raise TypeError(f"{name} must be a DeviceBuffer or a device address")
-    return buffer.__index__()
+    if _foreign.has_protocol(buffer):
+        foreign = _foreign.borrow(rt, buffer, writable=name == "c")
+        borrowed.append(foreign)
+        if need > foreign.nbytes:
+            raise ValueError(f"{name}: a {rows}x{cols} matrix with leading dimension {ld} "
+                             f"needs {need} bytes; the {type(buffer).__name__} has "
+                             f"{foreign.nbytes}")
+        return foreign.address
+    index = getattr(buffer, "__index__", None)
+    if isinstance(buffer, bool) or index is None:
+        raise TypeError(f"{name} must be a DeviceBuffer or a device address (or "
+                        f"another library's device array)")
+    address: int = index()
+    return address
 
 
-def gemm(rt, a, b, c, m, n, k, *, dtype="float32", transa=False, transb=False,
-         alpha=1.0, beta=0.0, lda=None, ldb=None, ldc=None):
+def gemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int, *,
+         dtype: object = "float32", transa: bool = False, transb: bool = False,
+         alpha: float = 1.0, beta: float = 0.0, lda: Optional[int] = None,
+         ldb: Optional[int] = None, ldc: Optional[int] = None) -> None:
     """C = alpha * op(A) @ op(B) + beta * C in cuBLAS's column-major layout:
     op(A) is m x k, op(B) is k x n, C is m x n; op transposes when transa /
     transb is true.  Leading dimensions default to the stored rows.  Queued
@@ -91,30 +117,38 @@ def gemm(rt, a, b, c, m, n, k, *, dtype="float32", transa=False, transb=False,
     ldc = _int(m if ldc is None else ldc, "ldc") or 1
     scalar = _TYPES[name][1]
     size = ctypes.sizeof(scalar)
-    pa = _operand(a, a_rows, a_cols, lda, size, "a")
-    pb = _operand(b, b_rows, b_cols, ldb, size, "b")
-    pc = _operand(c, m, n, ldc, size, "c")
-    fn = _gemm_function(name)
-    al, be = scalar(alpha), scalar(beta)
-    ops = (OP_T if transa else OP_N, OP_T if transb else OP_N)
+    borrowed: List[_foreign.Foreign] = []
+    try:
+        pa = _operand(rt, a, a_rows, a_cols, lda, size, "a", borrowed)
+        pb = _operand(rt, b, b_rows, b_cols, ldb, size, "b", borrowed)
+        pc = _operand(rt, c, m, n, ldc, size, "c", borrowed)
+        fn = _gemm_function(name)
+        al, be = scalar(alpha), scalar(beta)
+        ops = (OP_T if transa else OP_N, OP_T if transb else OP_N)
 
-    def run(handle, stream):
-        return fn(handle, ops[0], ops[1], m, n, k, ctypes.byref(al), pa, lda,
-                  pb, ldb, ctypes.byref(be), pc, ldc)
-    rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
+        def run(handle: int, stream: int) -> int:
+            return int(fn(handle, ops[0], ops[1], m, n, k, ctypes.byref(al), pa, lda,
+                          pb, ldb, ctypes.byref(be), pc, ldc))
+        rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
+    finally:
+        for foreign in borrowed:
+            foreign.done(rt, queued=True)
 
 
-def sgemm(rt, a, b, c, m, n, k, **options):
+def sgemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int,
+          **options: Any) -> None:
     """gemm() in float32 (cublasSgemm_v2)."""
     gemm(rt, a, b, c, m, n, k, dtype="float32", **options)
 
 
-def dgemm(rt, a, b, c, m, n, k, **options):
+def dgemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int,
+          **options: Any) -> None:
     """gemm() in float64 (cublasDgemm_v2)."""
     gemm(rt, a, b, c, m, n, k, dtype="float64", **options)
 
 
-def matmul(rt, a, b, c, m, n, k, *, dtype="float32", alpha=1.0, beta=0.0):
+def matmul(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int, *,
+           dtype: object = "float32", alpha: float = 1.0, beta: float = 0.0) -> None:
     """C = alpha * A @ B + beta * C for C-contiguous (row-major) matrices:
     A is m x k, B is k x n, C is m x n, as numpy.matmul and torch.matmul
     lay them out.  Row-major C is column-major C^T = B^T A^T, so this is

@@ -1,10 +1,13 @@
 """Devices: whether a GPU is usable, how many, and what each one is."""
 
+from __future__ import annotations
+
 import ctypes
 import dataclasses
 import uuid as _uuid
+from typing import Any, Callable, List, Tuple
 
-from . import _capi
+from . import _capi, _library
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,7 +16,7 @@ class DeviceProperties:
     ordinal: int
     name: str
     uuid: _uuid.UUID
-    compute_capability: tuple
+    compute_capability: Tuple[int, int]
     total_memory_bytes: int
     multiprocessor_count: int
     pci_domain_id: int
@@ -21,12 +24,12 @@ class DeviceProperties:
     pci_device_id: int
 
     @property
-    def uuid_string(self):
+    def uuid_string(self) -> str:
         """The UUID as nvidia-smi prints it: "GPU-xxxxxxxx-xxxx-..."."""
         return f"GPU-{self.uuid}"
 
     @classmethod
-    def _from_struct(cls, s):
+    def _from_struct(cls, s: Any) -> "DeviceProperties":
         return cls(
             ordinal=s.ordinal,
             name=s.name.decode("utf-8", "replace"),
@@ -41,7 +44,7 @@ class DeviceProperties:
         )
 
 
-def _query(fill):
+def _query(fill: Callable[[Any, Any], int]) -> DeviceProperties:
     """Run fill(api, byref(struct)) -> status on an initialised struct."""
     api = _capi.api()
     s = _capi.new_struct(_capi.DevicePropertiesStruct, api.tf_device_properties_init)
@@ -49,15 +52,20 @@ def _query(fill):
     return DeviceProperties._from_struct(s)
 
 
-def gpu_available():
+def gpu_available() -> bool:
     """True when this process can use a CUDA device (a runtime on device 0
-    can be created and synchronized).  Never raises for the lack of a GPU
-    or driver; use it to skip GPU work.  Raises LoadError only when the
-    tenferro-gpu library itself cannot be loaded."""
-    return bool(_capi.api().tf_gpu_available())
+    can be created and synchronized).  Never raises: False without a GPU,
+    without a driver, and without the tenferro-gpu library itself (or with
+    one this binding cannot use); use it to skip GPU work.  The other
+    calls then say why (LoadError, DriverNotFoundError, ...)."""
+    try:
+        api = _capi.api()
+    except _library.LoadError:
+        return False
+    return bool(api.tf_gpu_available())
 
 
-def device_count():
+def device_count() -> int:
     """Number of CUDA devices (0 when the driver reports none).  Creates no
     context.  Raises DriverNotFoundError, DriverStubError, ..."""
     count = ctypes.c_int32()
@@ -65,14 +73,14 @@ def device_count():
     return count.value
 
 
-def device_info(ordinal):
+def device_info(ordinal: int) -> DeviceProperties:
     """DeviceProperties of device `ordinal`.  Creates no context.  Raises
     DeviceUnavailableError (no such ordinal; the message lists the devices),
     InvalidArgumentError (negative), and the statuses of device_count()."""
     ordinal = _capi.int32(ordinal, "ordinal")
-    return _query(lambda api, out: api.tf_device_info(ordinal, out))
+    return _query(lambda api, out: int(api.tf_device_info(ordinal, out)))
 
 
-def devices():
+def devices() -> List[DeviceProperties]:
     """DeviceProperties of every device, in ordinal order."""
     return [device_info(i) for i in range(device_count())]

@@ -10,7 +10,10 @@ copied with tf_last_error on the failing thread right after the call:
         print(e.status, e.operation, e.call, e.code, e.code_domain, e.message)
 """
 
+from __future__ import annotations
+
 import enum
+from typing import Any, Dict, Tuple, Type, Union
 
 
 class Status(enum.IntEnum):
@@ -45,14 +48,14 @@ class CodeDomain(enum.IntEnum):
     SYSTEM = 5
 
 
-def _known(enum_type, value):
+def _known(enum_type: Any, value: int) -> Any:
     try:
         return enum_type(value)
     except ValueError:
         return value   # a value from a newer library: kept as a plain int
 
 
-def _name(value):
+def _name(value: object) -> str:
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
     return str(value)
@@ -72,7 +75,11 @@ class TenferroError(Exception):
         message: the library's full message, starting with the operation.
     """
 
-    def __init__(self, status, operation, call, code, code_domain, message):
+    status: Union[Status, int]
+    code_domain: Union[CodeDomain, int]
+
+    def __init__(self, status: int, operation: str, call: str, code: int,
+                 code_domain: int, message: str) -> None:
         super().__init__(message)
         self.status = _known(Status, status)
         self.operation = operation
@@ -81,11 +88,11 @@ class TenferroError(Exception):
         self.code_domain = _known(CodeDomain, code_domain)
         self.message = message
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
         return (type(self), (int(self.status), self.operation, self.call,
                              self.code, int(self.code_domain), self.message))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"{type(self).__name__}(status={_name(self.status)}, operation="
                 f"{self.operation!r}, call={self.call!r}, code={self.code}, "
                 f"code_domain={_name(self.code_domain)}, message={self.message!r})")
@@ -164,7 +171,7 @@ class InternalError(TenferroError):
     """TF_ERROR_INTERNAL: a bug in the library."""
 
 
-ERROR_CLASSES = {
+ERROR_CLASSES: Dict[int, Type[TenferroError]] = {
     Status.INVALID_ARGUMENT: InvalidArgumentError,
     Status.INVALID_HANDLE: InvalidHandleError,
     Status.DRIVER_NOT_FOUND: DriverNotFoundError,
@@ -185,16 +192,16 @@ ERROR_CLASSES = {
 }
 
 
-def error_class(status):
+def error_class(status: int) -> Type[TenferroError]:
     """The exception class for a status (TenferroError for unknown ones)."""
     return ERROR_CLASSES.get(status, TenferroError)
 
 
-def _text(raw):
+def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def error_from_info(status, info):
+def error_from_info(status: int, info: Any) -> TenferroError:
     """The exception for `status` from a tf_error_info.  If the record is
     not about this status (it cannot be, by the library's contract) the
     status still wins and the message says the record was missing."""

@@ -13,12 +13,18 @@ collection).  A Kernel keeps its module loaded; a module keeps its runtime
 alive.
 """
 
+from __future__ import annotations
+
 import ctypes
 import enum
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
-from . import _capi, errors
+from . import _capi, _foreign, errors
 from ._owned import Owned
-from .memory import DeviceBuffer
+from .buffer import DeviceBuffer
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 class CompileTarget(enum.IntEnum):
@@ -33,24 +39,24 @@ class Program(Owned):
     __slots__ = ()
     _kind = "Program"
 
-    def __init__(self, handle):
+    def __init__(self, handle: int) -> None:
         self._own(handle, _capi.api().tf_program_release)
 
     @property
-    def image(self):
+    def image(self) -> bytes:
         """The compiled image (PTX text with its NUL byte, or a CUBIN) as
         bytes; give it (or the Program) to Runtime.load_module."""
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
         _capi.check(_capi.api().tf_program_image(self.handle, ctypes.byref(data),
                                                  ctypes.byref(size)))
-        return ctypes.string_at(data.value, size.value)
+        return ctypes.string_at(data.value or 0, size.value)
 
     @property
-    def log(self):
+    def log(self) -> str:
         """NVRTC's log ("" when it wrote none)."""
         out = ctypes.c_char_p()
         _capi.check(_capi.api().tf_program_log(self.handle, ctypes.byref(out)))
-        return out.value.decode("utf-8", "replace")
+        return (out.value or b"").decode("utf-8", "replace")
 
 
 class Module(Owned):
@@ -59,21 +65,21 @@ class Module(Owned):
     __slots__ = ()
     _kind = "Module"
 
-    def __init__(self, handle):
+    def __init__(self, handle: int) -> None:
         self._own(handle, _capi.api().tf_module_release)
 
-    def function(self, name):
+    def function(self, name: str) -> "Kernel":
         """The kernel `name` as the image names it (the plain name for an
         extern "C" kernel).  Raises CudaError (CUDA_ERROR_NOT_FOUND) when
         the image has no such kernel."""
         out = ctypes.c_void_p()
         _capi.check(_capi.api().tf_module_function(self.handle, name.encode(),
                                                    ctypes.byref(out)))
-        return Kernel(self, name, out.value)
+        return Kernel(self, name, out.value or 0)
 
 
-def _release_kernel_module(module_handle):
-    return _capi.api().tf_module_release(module_handle)
+def _release_kernel_module(module_handle: int) -> int:
+    return int(_capi.api().tf_module_release(module_handle))
 
 
 class Kernel(Owned):
@@ -83,49 +89,62 @@ class Kernel(Owned):
     __slots__ = ("name", "_function")
     _kind = "Kernel"
 
-    def __init__(self, module, name, function):
+    name: str
+    _function: int
+
+    def __init__(self, module: Module, name: str, function: int) -> None:
         _capi.check(_capi.api().tf_module_retain(module.handle))
         self.name, self._function = name, function
         self._own(module.handle, _release_kernel_module)
 
     @property
-    def function(self):
+    def function(self) -> int:
         """The CUfunction as an integer (borrowed)."""
         self.handle
         return self._function
 
-    def set_attribute(self, attribute, value):
+    def set_attribute(self, attribute: int, value: int) -> None:
         """cuFuncSetAttribute (tf_function_set_attribute): e.g. attribute 8,
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES."""
         _capi.check(_capi.api().tf_function_set_attribute(
             self.handle, self._function, _capi.int32(attribute, "attribute"),
             _capi.int32(value, "value")))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tenferro_gpu.Kernel {self.name!r}{' (closed)' if self.closed else ''}>"
 
 
-def _dims(value, name):
+Dims = Union[int, Sequence[int]]
+
+
+def _dims(value: Dims, name: str) -> Tuple[int, int, int]:
     """(x, y, z) from an int or a tuple of 1 to 3 ints."""
-    dims = (value,) if not isinstance(value, (tuple, list)) else tuple(value)
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"{name} has 1 to 3 dimensions, got {len(dims)}")
-    dims = tuple(_capi.uint32(d, name) for d in dims)
-    return dims + (1,) * (3 - len(dims))
+    given = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(given) <= 3:
+        raise ValueError(f"{name} has 1 to 3 dimensions, got {len(given)}")
+    dims = tuple(_capi.uint32(d, name) for d in given) + (1,) * (3 - len(given))
+    return dims[0], dims[1], dims[2]
 
 
-def _argument(value):
-    """A ctypes object holding one kernel parameter's bytes."""
+def _argument(runtime: "Runtime", value: Any,
+              borrowed: List[_foreign.Foreign]) -> Any:
+    """A ctypes object holding one kernel parameter's bytes; device memory
+    of another library is appended to `borrowed`."""
     if isinstance(value, DeviceBuffer):
         return ctypes.c_uint64(value.ptr)
     if isinstance(value, (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)):
         return value
     if hasattr(value, "dtype") and getattr(value, "shape", None) == () and hasattr(value, "tobytes"):
         return ctypes.create_string_buffer(value.tobytes())   # a NumPy scalar
+    if _foreign.has_protocol(value):
+        pointer, foreign = _foreign.pointer_argument(runtime, value)
+        borrowed.append(foreign)
+        return pointer
     raise TypeError(
         f"kernel argument {value!r}: give its C type, e.g. ctypes.c_uint32(n), "
-        f"ctypes.c_float(x), numpy.float32(x), ctypes.c_uint64(address) or a "
-        f"DeviceBuffer (a plain {type(value).__name__} has no C type)")
+        f"ctypes.c_float(x), numpy.float32(x), ctypes.c_uint64(address), a "
+        f"DeviceBuffer or another library's device array (a plain "
+        f"{type(value).__name__} has no C type)")
 
 
 class KernelsMixin:
@@ -133,7 +152,12 @@ class KernelsMixin:
 
     __slots__ = ()
 
-    def compile(self, source, *, target=CompileTarget.PTX, arch=0, options=(), name=None):
+    if TYPE_CHECKING:
+        def _active(self) -> int: ...
+
+    def compile(self, source: Union[str, bytes], *, target: int = CompileTarget.PTX,
+                arch: int = 0, options: Sequence[Union[str, bytes]] = (),
+                name: Optional[str] = None) -> Program:
         """Compile CUDA C++ `source` with NVRTC for this runtime's device (or
         `arch`, 10 * major + minor) and return its Program.  Kernels to be
         found by their plain name must be extern "C".  `options` are further
@@ -147,44 +171,53 @@ class KernelsMixin:
         encoded = [o.encode() if isinstance(o, str) else bytes(o) for o in options]
         array = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
         opts.option_count = len(encoded)
-        opts.options = array if encoded else None
+        opts.options = ctypes.cast(array, ctypes.POINTER(ctypes.c_char_p)) if encoded else None
         opts.name = name.encode() if name is not None else None
-        if isinstance(source, str):
-            source = source.encode()
+        text = source.encode() if isinstance(source, str) else source
         out = ctypes.c_void_p()
-        st = api.tf_program_compile(self.handle, source, ctypes.byref(opts), ctypes.byref(out))
+        st = api.tf_program_compile(self._active(), text, ctypes.byref(opts), ctypes.byref(out))
         if st == errors.Status.COMPILE:
             failure = errors.error_from_info(st, _capi.last_error_info())
-            with Program(out.value) as program:
-                failure.log = program.log
+            with Program(out.value or 0) as program:
+                setattr(failure, "log", program.log)
             raise failure
         _capi.check(st)
-        return Program(out.value)
+        return Program(out.value or 0)
 
-    def load_module(self, image):
+    def load_module(self, image: Union[Program, bytes]) -> Module:
         """Load a module image (a Program, or PTX / CUBIN / fatbin bytes) into
         the runtime's primary context (tf_module_load)."""
         if isinstance(image, Program):
             image = image.image
         data = bytes(image)
         out = ctypes.c_void_p()
-        _capi.check(_capi.api().tf_module_load(self.handle, data, len(data),
+        _capi.check(_capi.api().tf_module_load(self._active(), data, len(data),
                                                ctypes.byref(out)))
-        return Module(out.value)
+        return Module(out.value or 0)
 
-    def launch(self, kernel, grid, block, args=(), *, shared_memory_bytes=0):
+    def launch(self, kernel: Kernel, grid: Dims, block: Dims, args: Sequence[Any] = (), *,
+               shared_memory_bytes: int = 0) -> None:
         """Queue `kernel` on this thread's slot stream (tf_kernel_launch).
         grid and block are an int or a tuple of up to 3 ints; args gives each
-        kernel parameter with its C type (ctypes values, NumPy scalars, or
-        DeviceBuffers for pointers).  Returns once queued; a fault in the
-        kernel shows up in later calls as DeviceFaultError."""
+        kernel parameter with its C type (ctypes values, NumPy scalars;
+        DeviceBuffers and other libraries' device arrays for pointers: see
+        _foreign.py for how those are ordered and kept).  Returns once
+        queued; a fault in the kernel shows up in later calls as
+        DeviceFaultError."""
         api = _capi.api()
         config = _capi.new_struct(_capi.LaunchConfigStruct, api.tf_launch_config_init)
         config.grid_x, config.grid_y, config.grid_z = _dims(grid, "grid")
         config.block_x, config.block_y, config.block_z = _dims(block, "block")
         config.shared_memory_bytes = _capi.uint32(shared_memory_bytes, "shared_memory_bytes")
-        values = [_argument(a) for a in args]
-        pointers = (ctypes.c_void_p * max(len(values), 1))(
-            *[ctypes.addressof(v) for v in values])
-        _capi.check(api.tf_kernel_launch(self.handle, kernel.function, ctypes.byref(config),
-                                         pointers if values else None))
+        borrowed: List[_foreign.Foreign] = []
+        rt: Any = self
+        try:
+            values = [_argument(rt, a, borrowed) for a in args]
+            pointers = (ctypes.c_void_p * max(len(values), 1))(
+                *[ctypes.addressof(v) for v in values])
+            _capi.check(api.tf_kernel_launch(self._active(), kernel.function,
+                                             ctypes.byref(config),
+                                             pointers if values else None))
+        finally:
+            for foreign in borrowed:
+                foreign.done(rt, queued=True)

@@ -1,174 +1,105 @@
 """Device memory and transfers (include/tenferro_gpu.h, "Device memory and
 transfers"; docs/transfers.md).
 
-Device memory is a DeviceBuffer that owns its allocation, or a plain
-integer device address (a CUdeviceptr: torch.Tensor.data_ptr(),
-cupy.ndarray.data.ptr) that the caller owns.  Host memory is any object with
-the buffer protocol: uploads read any readable buffer (bytes, bytearray,
-memoryview, array.array, NumPy arrays, tensor.numpy()), downloads write any
-writable one.  Work is queued on the calling thread's stream slot after what
-is already queued there (tf_upload, tf_download, ... say when each returns).
+Device memory is a DeviceBuffer (buffer.py), a plain integer device address
+(a CUdeviceptr the caller owns), or any object with __dlpack__ or
+__cuda_array_interface__ (a PyTorch tensor, a CuPy array: _foreign.py).
+Host memory is any object with the buffer protocol: uploads read any
+readable buffer (bytes, bytearray, memoryview, array.array, NumPy arrays,
+tensor.numpy()), downloads write any writable one.  Work is queued on the
+slot this call uses (the current Stream's, a bound handle's, else the
+calling thread's) after what is already queued there (tf_upload,
+tf_download, ... say when each returns).
 """
+
+from __future__ import annotations
 
 import ctypes
 import struct
-import weakref
+import threading
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
-from . import _callbacks, _capi
+from . import _capi, _dtypes, _foreign
+from ._current import current_streams as _current_streams
 from ._buffers import borrow
-from ._owned import Owned
+from .buffer import DeviceBuffer
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+Span = Tuple[int, Optional[int], Optional[_foreign.Foreign]]
 
 
-def _freed_by(ptr, owner, slot):
-    """Free `ptr` in order on stream slot `slot` of `owner` (a Runtime the
-    buffer holds), whichever thread runs this, then drop `owner`.  Returns
-    the tf_free status.
-
-    Only a retired buffer's release can find `owner` closed: at interpreter
-    exit, when the owner's own finalizer released the runtime's last
-    reference and its teardown runs the pending releases.  The memory then
-    goes with the primary context, and nothing is called."""
-    if owner.closed:
-        return 0
-    api = _capi.api()
-    handle = owner.handle
-    current = ctypes.c_int32(-1)
-    api.tf_runtime_current_slot(handle, ctypes.byref(current))
-    try:
-        if current.value == slot:
-            return api.tf_free(handle, ptr)
-        bound = ctypes.c_void_p()
-        st = api.tf_runtime_bind_slot(handle, slot, ctypes.byref(bound))
-        if st != 0:
-            return st
-        try:
-            return api.tf_free(bound.value, ptr)
-        finally:
-            api.tf_runtime_release(bound.value)
-    finally:
-        owner.close()
-
-
-class DeviceBuffer(Owned):
-    """`nbytes` of device memory from tf_alloc, owned by this object.
-
-    free() (or leaving a `with` block, or garbage collection) releases it
-    with tf_free, in order on the stream slot it was allocated from, so work
-    queued there before still sees it; work on other slots that uses it must
-    be finished first (Runtime.slot_wait, an Event, or Runtime.sync on that
-    slot).  retire() instead frees it once the device has passed the work
-    queued so far on the calling thread's slot, without waiting.
-
-    The buffer holds a reference to its runtime, which stays alive until the
-    buffer is freed.  With memory pools (Capability.STREAM_ORDERED_ALLOC)
-    the memory is usable at once by later work on the allocating slot, by
-    other slots and the host after a sync of that slot; the contents start
-    uninitialized.
-    """
-
-    __slots__ = ("_runtime", "_nbytes", "_slot")
-    _kind, _closed_word = "DeviceBuffer", "freed"
-
-    def __init__(self, runtime, nbytes):
-        api = _capi.api()
-        nbytes = _capi.size(nbytes, "nbytes")
-        owner = runtime.clone()
-        try:
-            slot = owner.current_slot
-            out = ctypes.c_uint64()
-            _capi.check(api.tf_alloc(owner.handle, nbytes, ctypes.byref(out)))
-        except BaseException:
-            owner.close()
-            raise
-        self._runtime, self._nbytes, self._slot = owner, nbytes, slot
-        self._own(out.value, _freed_by, owner, slot)
-
-    @property
-    def ptr(self):
-        """The device address (a CUdeviceptr) as an integer; 0 for an empty
-        buffer.  Raises ValueError once freed."""
-        return self.handle
-
-    @property
-    def nbytes(self):
-        """Size in bytes."""
-        return self._nbytes
-
-    def __len__(self):
-        return self._nbytes
-
-    @property
-    def runtime(self):
-        """The runtime the buffer was allocated through (borrowed: do not
-        close it)."""
-        return self._runtime
-
-    @property
-    def slot(self):
-        """The stream slot the buffer was allocated (and is freed) on."""
-        return self._slot
-
-    @property
-    def freed(self):
-        return self.closed
-
-    def free(self):
-        """Release the memory (tf_free) in order on the allocating slot.
-        Idempotent.  Raises the library's error if tf_free failed (the
-        memory is then leaked, never freed twice)."""
-        self.close()
-
-    def retire(self):
-        """Free the memory once the device has finished the work queued so
-        far on the calling thread's slot (tf_workspace_retire), without
-        making the host wait; the free itself happens during a later
-        retire, Runtime.poll_retirements() or Runtime.sync() on any slot,
-        or at the runtime's teardown.  The buffer is unusable afterwards.
-        If the library cannot retire it (an error other than
-        InvalidArgumentError), the memory is leaked, as the device may
-        still use it, and the error raised."""
-        self.handle
-        free = self._finalizer.detach()[2]
-        st = _retire_free(self._runtime, free)
-        if st in (1, 2):  # INVALID_ARGUMENT / INVALID_HANDLE: still ours
-            self._finalizer = weakref.finalize(self, _freed_by, *free)
-        _capi.check(st)
-
-    def upload(self, src, offset=0):
-        """Copy all of host buffer `src` into this buffer at `offset`."""
-        self._runtime.upload(src, self, offset=offset)
-
-    def download(self, dst=None, offset=0):
-        """Copy into host buffer `dst` (all of it) from `offset`; with no
-        `dst`, a new bytearray of the rest of the buffer.  Returns dst."""
-        if dst is None:
-            dst = bytearray(self._nbytes - min(offset, self._nbytes))
-        return self._runtime.download(self, dst, offset=offset)
-
-    def __repr__(self):
-        if self.freed:
-            return f"<tenferro_gpu.DeviceBuffer {self._nbytes} bytes (freed)>"
-        return (f"<tenferro_gpu.DeviceBuffer {self._nbytes} bytes at "
-                f"0x{self._handle:x} slot={self._slot}>")
-
-
-def _retire_free(owner, free_args):
-    """Hand _freed_by(*free_args) to owner's retirement queue."""
-    api = _capi.api()
-    return _callbacks.retirement(api.tf_workspace_retire, (owner.handle,),
-                                 _capi.RELEASE_FN, _freed_by, free_args)
-
-
-def _address(device, offset, nbytes, name):
-    """The device address `offset` bytes into `device` (a DeviceBuffer or an
-    integer address), checking a DeviceBuffer's bounds for nbytes."""
-    offset = _capi.size(offset, f"{name} offset")
+def _span(runtime: "Runtime", device: Any, name: str, writable: bool) -> Span:
+    """(address, bytes there or None when unknown, the Foreign to finish
+    after the call or None) of `device`: a DeviceBuffer (contiguous), an
+    integer address, or another library's array."""
+    if type(device) is int:
+        return _capi.uint64(device, name), None, None
     if isinstance(device, DeviceBuffer):
-        if offset + nbytes > device.nbytes:
-            raise ValueError(f"{name}: {nbytes} bytes at offset {offset} do not fit "
-                             f"the {device.nbytes}-byte DeviceBuffer")
-        return device.ptr + offset
-    return _capi.uint64(_capi.uint64(device, name) + offset, name)
+        device._check_contiguous(name)
+        return device.ptr, device.nbytes, None
+    if _foreign.has_protocol(device):
+        foreign = _foreign.borrow(runtime, device, writable)
+        return foreign.address, foreign.nbytes, foreign
+    return _capi.uint64(device, name), None, None     # an index, else the TypeError
+
+
+def _at(span: Span, offset: int, nbytes: int, name: str, runtime: "Runtime") -> int:
+    """The address `offset` bytes into the span, checking that nbytes fit
+    when its size is known (finishing its Foreign, unused, when not)."""
+    address, extent, foreign = span
+    if offset < 0 or (extent is not None and offset + nbytes > extent):
+        if foreign is not None:
+            foreign.done(runtime, queued=False)
+        what = "DeviceBuffer" if foreign is None else "device array"
+        raise ValueError(f"{name}: {nbytes} bytes at offset {offset} do not fit "
+                         f"the {extent}-byte {what}")
+    return _capi.uint64(address + offset, name)
+
+
+def _address(runtime: "Runtime", device: Any, offset: int, nbytes: int, name: str,
+             writable: bool) -> Tuple[int, Optional[_foreign.Foreign]]:
+    """The device address `offset` bytes into `device`, checking the bounds
+    of what has a known size; and the Foreign to finish after the call."""
+    offset = _capi.size(offset, f"{name} offset")
+    span = _span(runtime, device, name, writable)
+    return _at(span, offset, nbytes, name, runtime), span[2]
+
+
+def _finish(runtime: "Runtime", queued: bool, *spans: Optional[Span]) -> None:
+    for span in spans:
+        if span is not None and span[2] is not None:
+            span[2].done(runtime, queued)
+
+
+def _default_length(span: Span, offset: int, name: str) -> int:
+    if span[1] is None:
+        raise TypeError(f"{name}: give nbytes when src is an address")
+    return span[1] - offset
+
+
+class _Layout:
+    """What download_scalar needs of a struct format, made once per format."""
+
+    __slots__ = ("struct", "unpack", "size", "csize", "single")
+
+    def __init__(self, fmt: str) -> None:
+        self.struct = struct.Struct(fmt)
+        self.unpack = self.struct.unpack_from
+        self.size = self.struct.size
+        if self.size > _capi.SCALAR_DOWNLOAD_MAX_BYTES:
+            raise ValueError(f"format {fmt!r} is {self.size} bytes; download_scalar reads "
+                             f"at most {_capi.SCALAR_DOWNLOAD_MAX_BYTES}")
+        self.csize = ctypes.c_size_t(self.size)
+        self.single = len(self.struct.unpack(bytes(self.size))) == 1
+
+
+_layouts: Dict[str, _Layout] = {}
+# This thread's 16-byte out-buffer of tf_download_scalar (the GIL is
+# released during the call, so threads cannot share one).
+_local = threading.local()
+_ScalarOut = ctypes.c_char * _capi.SCALAR_DOWNLOAD_MAX_BYTES
 
 
 class TransfersMixin:
@@ -176,79 +107,194 @@ class TransfersMixin:
 
     __slots__ = ()
 
-    def alloc(self, nbytes):
-        """A DeviceBuffer of `nbytes` (tf_alloc), in order on the calling
-        thread's slot.  Raises OutOfMemoryError when device memory is
-        exhausted."""
-        return DeviceBuffer(self, nbytes)
+    if TYPE_CHECKING:
+        _identity: int
+        _bound: bool
+        _hc: Optional[ctypes.c_void_p]
 
-    def upload(self, src, dst, *, offset=0):
-        """Copy all bytes of host buffer `src` to device memory `dst`
-        (a DeviceBuffer or an address) at `offset` (tf_upload).  `src` may
-        be reused as soon as this returns; later work on this slot sees the
-        data."""
+        def _active(self) -> int: ...
+        def _target(self) -> "Runtime": ...
+        def retire(self, release: Any, /, *args: Any) -> None: ...
+
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        """A DeviceBuffer of `nbytes` bytes (tf_alloc; dtype uint8, shape
+        (nbytes,)), in order on this call's slot.  Raises OutOfMemoryError
+        when device memory is exhausted."""
+        return DeviceBuffer(self._self(), nbytes)
+
+    def empty(self, shape: Union[int, Sequence[int]], dtype: object = "float32") -> DeviceBuffer:
+        """An uninitialized DeviceBuffer of `shape` elements of `dtype`
+        (tenferro_gpu.dtype() lists what it accepts), in C order."""
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        return DeviceBuffer._empty(self._self(), _capi.dims(dims, "shape"),
+                                   _dtypes.dtype(dtype))
+
+    def to_device(self, host: Any, dtype: object = None) -> DeviceBuffer:
+        """A new DeviceBuffer holding a copy of host array `host` (anything
+        with the buffer protocol; its format and shape give the dtype and
+        shape unless `dtype` is given, then the shape is 1-D)."""
+        view = memoryview(host)
+        if dtype is None:
+            dt = _dtypes.from_buffer_format(view.format, view.itemsize)
+            shape: Tuple[int, ...] = tuple(view.shape or ())
+        else:
+            dt = _dtypes.dtype(dtype)
+            if view.nbytes % dt.itemsize:
+                raise ValueError(f"{view.nbytes} bytes are not a whole number of {dt.name}")
+            shape = (view.nbytes // dt.itemsize,)
+        view.release()
+        buf = self.empty(shape, dt)
+        try:
+            self.upload(host, buf)
+        except BaseException:
+            buf.free()
+            raise
+        return buf
+
+    def _self(self) -> "Runtime":
+        return self      # type: ignore[return-value]
+
+    def upload(self, src: Any, dst: Any, *, offset: int = 0) -> None:
+        """Copy all bytes of host buffer `src` to device memory `dst` (a
+        DeviceBuffer, an address, or another library's array) at byte
+        `offset` (tf_upload).  `src` may be reused as soon as this returns;
+        later work on this slot sees the data."""
         with borrow(src, writable=False) as (host, n):
-            address = _address(dst, offset, n, "dst")
-            _capi.check(_capi.api().tf_upload(self.handle, host, address, n))
+            address, foreign = _address(self._self(), dst, offset, n, "dst", True)
+            try:
+                _capi.check(_capi.api().tf_upload(self._active(), host, address, n))
+            finally:
+                if foreign is not None:
+                    foreign.done(self._self(), queued=True)
 
-    def download(self, src, dst, *, offset=0):
+    def download(self, src: Any, dst: Any, *, offset: int = 0) -> Any:
         """Fill all of writable host buffer `dst` from device memory `src`
-        (a DeviceBuffer or an address) at `offset`, after the work queued on
-        this slot (tf_download).  Returns `dst`.  After a failure `dst` may
-        be partly written (see tf_download)."""
+        (a DeviceBuffer, an address, or another library's array) at byte
+        `offset`, after the work queued on this slot (tf_download).  Returns
+        `dst`.  After a failure `dst` may be partly written (see
+        tf_download)."""
         with borrow(dst, writable=True) as (host, n):
-            address = _address(src, offset, n, "src")
-            _capi.check(_capi.api().tf_download(self.handle, address, host, n))
+            address, foreign = _address(self._self(), src, offset, n, "src", False)
+            try:
+                _capi.check(_capi.api().tf_download(self._active(), address, host, n))
+            finally:
+                if foreign is not None:
+                    foreign.done(self._self(), queued=False)
         return dst
 
-    def download_scalar(self, src, format="d", *, offset=0):
-        """Read one small value at `src` + `offset` after the work queued on
-        this slot (tf_download_scalar): `format` is a struct module format
-        of at most 16 bytes ("f", "d", "q", "2f" for a complex float).
-        Returns the value, or a tuple for a format of several items."""
-        layout = struct.Struct(format)
-        if layout.size > _capi.SCALAR_DOWNLOAD_MAX_BYTES:
-            raise ValueError(f"format {format!r} is {layout.size} bytes; "
-                             f"download_scalar reads at most "
-                             f"{_capi.SCALAR_DOWNLOAD_MAX_BYTES}")
-        out = ctypes.create_string_buffer(max(layout.size, 1))
-        address = _address(src, offset, layout.size, "src")
-        _capi.check(_capi.api().tf_download_scalar(self.handle, address, out,
-                                                   layout.size))
-        values = layout.unpack(out.raw[:layout.size])
-        return values[0] if len(values) == 1 else values
+    def download_scalar(self, src: Any, format: str = "d", *, offset: int = 0) -> Any:
+        """Read one small value at `src` + byte `offset` after the work
+        queued on this slot (tf_download_scalar): `format` is a struct
+        module format of at most 16 bytes ("f", "d", "q", "2f" for a complex
+        float).  Returns the value, or a tuple for a format of several
+        items.  DeviceBuffer.item() reads with the buffer's own dtype."""
+        layout = _layouts.get(format)
+        if layout is None:
+            layout = _layouts[format] = _Layout(format)
+        # The common case first, with nothing to check but what Python
+        # knows and the library does not: a live contiguous DeviceBuffer
+        # read from its start, within its bounds.
+        if (type(src) is DeviceBuffer and offset == 0 and layout.size <= src._head
+                and src._alloc.ptr is not None):
+            address = src._address
+            caddress: Any = src._cptr
+            foreign = None
+        else:
+            address, foreign = _address(self._self(), src, offset, layout.size, "src", False)
+            caddress = None
+        rt = self               # Runtime._target(), inlined (~80 ns)
+        if not self._bound:
+            streams = _current_streams.get()
+            if streams is not None:
+                rt = streams.get(self._identity, self)
+        h = rt._hc
+        if h is None:
+            if foreign is not None:
+                foreign.done(self._self(), queued=False)
+            rt._closed_error()      # type: ignore[attr-defined]
+        sp = _capi.speedups
+        if sp is not None:
+            raw = sp.download_scalar(rt._handle, address, layout.size)   # type: ignore[attr-defined]
+            st = raw if type(raw) is int else 0
+        else:
+            try:
+                raw = _local.scalar
+            except AttributeError:
+                raw = _local.scalar = _ScalarOut()
+            if caddress is None:
+                caddress = ctypes.c_uint64(address)
+            st = _capi.fast.download_scalar(h, caddress, raw, layout.csize)
+        if foreign is not None:
+            # The error record first: releasing the other library's tensor
+            # may call this library (and replace the thread's record).
+            error = _capi.error(st) if st else None
+            foreign.done(self._self(), queued=False)
+            if error is not None:
+                raise error
+        elif st:
+            _capi.fail(st)
+        values = layout.unpack(raw)
+        return values[0] if layout.single else values
 
-    def copy(self, src, dst, nbytes=None, *, src_offset=0, dst_offset=0):
-        """Copy `nbytes` (default: all of a DeviceBuffer `src` after
-        src_offset) of device memory on the runtime's device, queued on this
-        slot (tf_copy).  The ranges must not overlap."""
-        if nbytes is None:
-            if not isinstance(src, DeviceBuffer):
-                raise TypeError("copy: give nbytes when src is an address")
-            nbytes = src.nbytes - src_offset
-        nbytes = _capi.size(nbytes, "nbytes")
-        s = _address(src, src_offset, nbytes, "src")
-        d = _address(dst, dst_offset, nbytes, "dst")
-        _capi.check(_capi.api().tf_copy(self.handle, s, d, nbytes))
+    def _scalar_bytes(self, address: int, size: int) -> bytes:
+        """`size` bytes at device `address` (tf_download_scalar)."""
+        out = _ScalarOut()
+        _capi.check(_capi.api().tf_download_scalar(self._active(), address, out, size))
+        return out.raw[:size]
 
-    def peer_copy_available(self, dst_runtime):
+    def copy(self, src: Any, dst: Any, nbytes: Optional[int] = None, *,
+             src_offset: int = 0, dst_offset: int = 0) -> None:
+        """Copy `nbytes` (default: all of `src` after src_offset, when src is
+        a DeviceBuffer or another library's array) of device memory on the
+        runtime's device, queued on this slot (tf_copy).  The ranges must
+        not overlap."""
+        self._copy(None, src, dst, nbytes, src_offset, dst_offset, "copy")
+
+    def _copy(self, peer: Optional["Runtime"], src: Any, dst: Any, nbytes: Optional[int],
+              src_offset: int, dst_offset: int, name: str) -> None:
+        """tf_copy, or tf_peer_copy to runtime `peer`."""
+        rt = self._self()
+        src_offset = _capi.size(src_offset, "src offset")
+        dst_offset = _capi.size(dst_offset, "dst offset")
+        s_span: Optional[Span] = None
+        d_span: Optional[Span] = None
+        try:
+            s_span = _span(rt, src, "src", False)
+            if nbytes is None:
+                nbytes = _default_length(s_span, src_offset, name)
+            n = _capi.size(nbytes, "nbytes")
+            s = _at(s_span, src_offset, n, "src", rt)
+            # Another library's dst is ordered on this call's slot, which
+            # runs the copy (for a peer copy too).
+            d_span = _span(rt, dst, "dst", True)
+            d = _at(d_span, dst_offset, n, "dst", rt)
+        except BaseException:
+            _finish(rt, False, s_span, d_span)
+            raise
+        try:
+            if peer is None:
+                _capi.check(_capi.api().tf_copy(self._active(), s, d, n))
+            else:
+                _capi.check(_capi.api().tf_peer_copy(self._active(), s, peer.handle, d, n))
+        finally:
+            _finish(rt, True, s_span, d_span)
+
+    def peer_copy_available(self, dst_runtime: "Runtime") -> bool:
         """Whether copies from this runtime's device to dst_runtime's run
         directly (NVLink or PCIe peer to peer); always True on one device."""
         out = ctypes.c_int32()
         _capi.check(_capi.api().tf_peer_copy_available(
-            self.handle, dst_runtime.handle, ctypes.byref(out)))
+            self._active(), dst_runtime.handle, ctypes.byref(out)))
         return bool(out.value)
 
-    def peer_copy(self, src, dst_runtime, dst, nbytes=None):
-        """Copy `nbytes` (default: all of a DeviceBuffer `src`) from this
-        runtime's device to `dst` on dst_runtime's device, queued on this
-        thread's slot of this runtime (tf_peer_copy).  dst_runtime's streams
-        do not wait for it: sync() this runtime from this slot first."""
-        if nbytes is None:
-            if not isinstance(src, DeviceBuffer):
-                raise TypeError("peer_copy: give nbytes when src is an address")
-            nbytes = src.nbytes
-        nbytes = _capi.size(nbytes, "nbytes")
-        s = _address(src, 0, nbytes, "src")
-        d = _address(dst, 0, nbytes, "dst")
-        _capi.check(_capi.api().tf_peer_copy(self.handle, s, dst_runtime.handle, d, nbytes))
+    def peer_copy(self, src: Any, dst_runtime: "Runtime", dst: Any,
+                  nbytes: Optional[int] = None) -> None:
+        """Copy `nbytes` (default: all of `src`, when it is a DeviceBuffer or
+        another library's array) from this runtime's device to `dst` on
+        dst_runtime's device, queued on this call's slot of this runtime
+        (tf_peer_copy).  dst_runtime's streams do not wait for it: sync()
+        this runtime from this slot first."""
+        self._copy(dst_runtime, src, dst, nbytes, 0, 0, "peer_copy")
+
+
+__all__ = ["DeviceBuffer", "TransfersMixin"]

@@ -1,15 +1,26 @@
 """Runtime: one device's primary context, its stream slots and what hangs
 off them (include/tenferro_gpu.h, "Runtime")."""
 
+from __future__ import annotations
+
 import ctypes
 import enum
+import threading
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional, Tuple, Type, TypeVar
 
 from . import _callbacks, _capi
-from .devices import _query
+from ._current import current_streams
+from .devices import DeviceProperties, _query
 from .kernels import KernelsMixin
 from .memory import TransfersMixin
 from .stream_work import StreamWorkMixin
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 class Capability(enum.IntEnum):
@@ -23,8 +34,6 @@ class Capability(enum.IntEnum):
     STREAM_ORDERED_ALLOC = 7
 
 
-_WITH_CONTEXT = _callbacks.trampoline(_capi.WITH_CONTEXT_FN)
-
 _OPTION_TYPES = {
     "stream_slots": _capi.uint32,
     "cublas_workspace_bytes": _capi.uint64,
@@ -34,7 +43,7 @@ _OPTION_TYPES = {
 }
 
 
-def _options(api, given):
+def _options(api: Any, given: Dict[str, int]) -> _capi.RuntimeOptionsStruct:
     """A tf_runtime_options at the library's defaults, with `given` set."""
     opts = _capi.new_struct(_capi.RuntimeOptionsStruct, api.tf_runtime_options_init)
     for name, value in given.items():
@@ -51,18 +60,22 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
     download_chunk_bytes (tf_runtime_options documents each):
 
         with tenferro_gpu.Runtime(0, stream_slots=4) as rt:
-            rt.with_context(work)
-            rt.sync()
+            stream = rt.bind_stream()      # one slot, whatever thread calls
+            with stream:                   # rt's calls here use that slot
+                rt.with_context(work)
+                rt.sync()
 
     Each Runtime object owns one reference.  close() (or leaving the `with`
     block) releases it; a Runtime that is garbage-collected or still open at
     interpreter exit is released then.  The runtime itself is torn down
     when its last reference goes, clones and bound handles included.
 
-    A Runtime may be used from any number of threads at once.  Each thread
-    works on its own stream slot (its sequence number modulo the slot
-    count); bind_slot() gives a handle that uses one fixed slot from any
-    thread.  Do not close() a Runtime while another thread still uses it:
+    A Runtime may be used from any number of threads at once.  A call works
+    on the current Stream of this runtime (`with stream:`, per thread and
+    per asyncio task), else on the calling thread's own stream slot (its
+    sequence number modulo the slot count).  bind_stream() gives a Stream
+    that uses one fixed slot from any thread; bind_slot() a plain bound
+    handle.  Do not close() a Runtime while another thread still uses it:
     give that thread its own clone().
 
     Its methods, by the header's sections: queries and streams (here);
@@ -71,11 +84,25 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
     (kernels.py).
     """
 
-    __slots__ = ("_handle", "_finalizer", "__weakref__")
+    __slots__ = ("_handle", "_hc", "_finalizer", "_identity", "_bound", "_ordinal",
+                 "__weakref__")
+    _kind = "Runtime"
 
-    def __init__(self, ordinal=0, *, stream_slots=None, cublas_workspace_bytes=None,
-                 retirement_capacity=None, download_threads=None,
-                 download_chunk_bytes=None):
+    _handle: int
+    # The handle as a ready ctypes argument; None once closed.
+    _hc: Optional[ctypes.c_void_p]
+    _finalizer: weakref.finalize
+    _identity: int
+    # A bound handle (bind_slot, Stream) always uses its own slot; other
+    # handles use the current Stream of their runtime, if any.
+    _bound: bool
+    _ordinal: Optional[int]
+
+    def __init__(self, ordinal: int = 0, *, stream_slots: Optional[int] = None,
+                 cublas_workspace_bytes: Optional[int] = None,
+                 retirement_capacity: Optional[int] = None,
+                 download_threads: Optional[int] = None,
+                 download_chunk_bytes: Optional[int] = None) -> None:
         api = _capi.api()
         ordinal = _capi.int32(ordinal, "ordinal")
         given = {name: value for name, value in (
@@ -92,118 +119,180 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
         else:
             st = api.tf_runtime_new(ordinal, ctypes.byref(out))
         _capi.check(st)
-        self._own(out.value)
+        handle = out.value or 0
+        try:
+            self._own(handle, bound=False)
+        except BaseException:
+            api.tf_runtime_release(handle)
+            raise
 
-    def _own(self, handle):
+    def _own(self, handle: int, *, bound: bool) -> None:
+        """Own the reference `handle` holds.  On failure nothing is owned
+        (the caller releases it)."""
+        api = _capi.api()
+        identity = ctypes.c_uint64()
+        _capi.check(api.tf_runtime_identity(handle, ctypes.byref(identity)))
+        self._identity = identity.value
         self._handle = handle
-        self._finalizer = weakref.finalize(
-            self, _capi.api().tf_runtime_release, handle)
+        self._hc = ctypes.c_void_p(handle)
+        self._bound = bound
+        self._ordinal = None
+        self._finalizer = weakref.finalize(self, _release_runtime, handle, weakref.ref(self))
 
     @classmethod
-    def _adopt(cls, handle):
-        """A Runtime owning the reference `handle` already holds."""
+    def _adopt(cls: Type[T], handle: int, *, bound: bool = False) -> T:
+        """A `cls` owning the reference `handle` already holds."""
         rt = cls.__new__(cls)
-        rt._own(handle)
+        try:
+            rt._own(handle, bound=bound)      # type: ignore[attr-defined]
+        except BaseException:
+            _capi.api().tf_runtime_release(handle)
+            raise
         return rt
 
     @classmethod
-    def from_handle(cls, handle):
+    def from_handle(cls, handle: int) -> "Runtime":
         """A Runtime for a tf_runtime * made elsewhere (C code, another
         binding), given as an integer address.  It takes a reference of its
         own (tf_runtime_retain); the caller keeps and releases theirs."""
         handle = _capi.uint64(handle, "handle")
         _capi.check(_capi.api().tf_runtime_retain(handle))
-        return cls._adopt(handle)
+        return Runtime._adopt(handle)
 
     # ---- lifetime --------------------------------------------------------
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """Whether close() was called."""
-        return not self._finalizer.alive
+        return self._hc is None
+
+    def _closed_error(self) -> NoReturn:
+        raise ValueError(f"the tenferro_gpu.{self._kind} is closed")
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """The tf_runtime * as an integer, for C code.  Borrowed: valid
         while this Runtime is open.  Raises ValueError once closed."""
-        if not self._finalizer.alive:
-            raise ValueError("the tenferro_gpu.Runtime is closed")
+        if self._hc is None:
+            self._closed_error()
         return self._handle
 
-    def close(self):
+    def _target(self) -> "Runtime":
+        """The handle this call uses: the current Stream of this runtime in
+        this thread or task (see Stream), unless self is bound; else self."""
+        if not self._bound:
+            streams = current_streams.get()
+            if streams is not None:
+                return streams.get(self._identity, self)
+        return self
+
+    def _active(self) -> int:
+        """The handle (an int) this call uses; ValueError once closed."""
+        rt = self._target()
+        if rt._hc is None:
+            rt._closed_error()
+        return rt._handle
+
+    def close(self) -> None:
         """Release this reference (tf_runtime_release).  Idempotent.  The
         last reference's release synchronizes the runtime's streams and
         frees what it owns; failures there go to the log."""
+        self._hc = None
         if self._finalizer.detach() is not None:
             _capi.check(_capi.api().tf_runtime_release(self._handle))
 
-    def __enter__(self):
-        self.handle   # refuse a closed runtime here rather than later
+    def __enter__(self: T) -> T:
+        self.handle   # type: ignore[attr-defined]  # refuse a closed runtime here
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def clone(self):
+    def clone(self) -> "Runtime":
         """Another Runtime on the same runtime, with its own reference
-        (tf_runtime_retain): same identity, state and slots."""
+        (tf_runtime_retain): same identity, state and slots (the same slot,
+        for a bound handle)."""
         h = self.handle
         _capi.check(_capi.api().tf_runtime_retain(h))
-        return Runtime._adopt(h)
+        return Runtime._adopt(h, bound=self._bound)
+
+    def _owner_clone(self) -> "Runtime":
+        """The reference a buffer or event made through this handle keeps:
+        a clone (of a Stream's runtime, so that the object's own calls
+        follow the current stream)."""
+        return self.clone()
 
     __copy__ = clone
 
-    def bind_slot(self, slot):
+    def bind_slot(self, slot: int) -> "Runtime":
         """A Runtime on the same runtime whose calls use stream slot `slot`
-        whatever thread makes them (tf_runtime_bind_slot).  Raises
+        whatever thread makes them (tf_runtime_bind_slot); `with` closes it.
+        bind_stream() gives the same as a Stream.  Raises
         InvalidArgumentError for a slot outside 0 .. slot_count - 1."""
         slot = _capi.int32(slot, "slot")
-        return Runtime._adopt(self._get("tf_runtime_bind_slot", ctypes.c_void_p, slot))
+        handle = self._get("tf_runtime_bind_slot", ctypes.c_void_p, slot)
+        return Runtime._adopt(handle or 0, bound=True)
+
+    def bind_stream(self, slot: Optional[int] = None) -> "Stream":
+        """A Stream: stream slot `slot` (default: the slot calls would use
+        here now) bound, used from any thread; `with stream:` makes it the
+        current stream of this runtime's calls.  See Stream."""
+        from .stream import Stream
+        return Stream(self, slot)
 
     # ---- queries ----------------------------------------------------------
 
-    def _get(self, fn_name, c_type, *args):
+    def _get(self, fn_name: str, c_type: Type[Any], *args: object) -> Any:
         """fn_name(handle, *args, &out) -> out, raising on failure."""
         value = c_type()
-        _capi.check(getattr(_capi.api(), fn_name)(self.handle, *args, ctypes.byref(value)))
+        _capi.check(getattr(_capi.api(), fn_name)(self._active(), *args,
+                                                 ctypes.byref(value)))
         return value.value
 
     @property
-    def identity(self):
+    def identity(self) -> int:
         """Number fresh for every new runtime in this process, equal for
         its clones and bound handles.  A cache key; it grants nothing."""
-        return self._get("tf_runtime_identity", ctypes.c_uint64)
+        self.handle
+        return self._identity
 
     @property
-    def allocation_domain(self):
+    def allocation_domain(self) -> int:
         """Device memory made through this runtime belongs to this domain."""
-        return self._get("tf_runtime_allocation_domain", ctypes.c_uint64)
+        return int(self._get("tf_runtime_allocation_domain", ctypes.c_uint64))
 
     @property
-    def device(self):
+    def device(self) -> DeviceProperties:
         """DeviceProperties of the runtime's device (no driver call)."""
         h = self.handle
-        return _query(lambda api, out: api.tf_runtime_device_info(h, out))
+        return _query(lambda api, out: int(api.tf_runtime_device_info(h, out)))
 
     @property
-    def primary_context(self):
+    def ordinal(self) -> int:
+        """The device's ordinal (device.ordinal, cached)."""
+        if self._ordinal is None:
+            self._ordinal = self.device.ordinal
+        return self._ordinal
+
+    @property
+    def primary_context(self) -> int:
         """The device's primary context (a CUcontext) as an integer.  Valid
         while the runtime lives; prefer with_context() to making it current
         yourself."""
-        return self._get("tf_runtime_primary_context", ctypes.c_void_p)
+        return int(self._get("tf_runtime_primary_context", ctypes.c_void_p) or 0)
 
     @property
-    def slot_count(self):
+    def slot_count(self) -> int:
         """Number of stream slots."""
-        return self._get("tf_runtime_slot_count", ctypes.c_int32)
+        return int(self._get("tf_runtime_slot_count", ctypes.c_int32))
 
     @property
-    def current_slot(self):
-        """Stream slot the calling thread uses (the bound slot of a handle
-        from bind_slot())."""
-        return self._get("tf_runtime_current_slot", ctypes.c_int32)
+    def current_slot(self) -> int:
+        """Stream slot this call uses: the current Stream's, a bound
+        handle's, else the calling thread's."""
+        return int(self._get("tf_runtime_current_slot", ctypes.c_int32))
 
-    def supports(self, capability):
+    def supports(self, capability: int) -> bool:
         """Whether the runtime supports a Capability (an unknown value
         answers False)."""
         capability = _capi.int32(capability, "capability")
@@ -211,23 +300,44 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
 
     # ---- streams and context ----------------------------------------------
 
-    def stream(self):
-        """The calling thread's slot stream (a CUstream) as an integer,
-        created on first use and never replaced while the runtime lives.
-        Work enqueued on it is ordered with the library's own work on that
-        slot.  Wrap it for other libraries:
+    def stream(self) -> int:
+        """The CUstream (as an integer) of the slot this call uses: the
+        current Stream's (no library call), else this handle's slot: a bound
+        handle's, or the calling thread's, created on first use and never
+        replaced while the runtime lives.  Work enqueued on it is ordered
+        with the library's own work on that slot.  Stream.torch_stream()
+        and Stream.cupy_stream() wrap it for PyTorch and CuPy."""
+        rt = self               # _target(), inlined: a method call costs ~80 ns
+        if not self._bound:
+            streams = current_streams.get()
+            if streams is not None:
+                rt = streams.get(self._identity, self)
+                if rt is not self:
+                    return rt.ptr     # type: ignore[attr-defined, no-any-return]
+        h = rt._hc
+        if h is None:
+            rt._closed_error()
+        sp = _capi.speedups
+        if sp is not None:
+            value: int = sp.stream(rt._handle)
+            if value < 0:
+                _capi.fail(-value)
+            return value
+        try:
+            out, ref = _local.pointer
+        except AttributeError:
+            out, ref = _local.pointer = _new_pointer()
+        st = _capi.fast.stream(h, ref)
+        if st:
+            _capi.fail(st)
+        return out.value or 0
 
-            torch.cuda.ExternalStream(rt.stream(), device=f"cuda:{rt.device.ordinal}")
-            cupy.cuda.ExternalStream(rt.stream(), rt.device.ordinal)
-        """
-        return self._get("tf_runtime_stream", ctypes.c_void_p)
-
-    def slot_stream(self, slot):
+    def slot_stream(self, slot: int) -> int:
         """As stream(), for an explicit slot 0 .. slot_count - 1."""
         slot = _capi.int32(slot, "slot")
-        return self._get("tf_runtime_slot_stream", ctypes.c_void_p, slot)
+        return int(self._get("tf_runtime_slot_stream", ctypes.c_void_p, slot) or 0)
 
-    def with_context(self, fn, /, *args, **kwargs):
+    def with_context(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """Call fn(*args, **kwargs) with the runtime's primary context
         current on this thread and return what it returns.
 
@@ -236,20 +346,60 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
         re-raised here unchanged (the library sees the callback fail with
         code -1 first).  fn may call this library, with_context included.
         """
-        st, result = _callbacks.call_with_callback(
-            _capi.api().tf_with_context, (self.handle,), _WITH_CONTEXT,
-            fn, args, kwargs)
-        _capi.check(st)
-        return result
+        h = self._hc
+        if h is None:
+            self._closed_error()
+        frame = _callbacks.new_frame(fn, args, kwargs)
+        sp = _capi.speedups
+        if sp is not None:
+            st = sp.with_context(self._handle, frame)
+        else:
+            st = _capi.fast.with_context(h, _callbacks.WITH_CONTEXT, ctypes.py_object(frame))
+        if st:
+            _callbacks.reraise(frame)
+            _capi.fail(st)
+        return frame[3]    # type: ignore[no-any-return]  # the RESULT slot
 
-    def sync(self):
-        """Wait for the work queued on the calling thread's slot stream,
-        then run the workspace retirements the device has passed.  Other
-        slots are not waited for."""
-        _capi.check(_capi.api().tf_runtime_sync(self.handle))
+    def sync(self) -> None:
+        """Wait for the work queued on this call's slot stream (the current
+        Stream's, a bound handle's, else the calling thread's), then run the
+        workspace retirements the device has passed.  Other slots are not
+        waited for."""
+        rt = self               # _target(), inlined: a method call costs ~80 ns
+        if not self._bound:
+            streams = current_streams.get()
+            if streams is not None:
+                rt = streams.get(self._identity, self)
+        h = rt._hc
+        if h is None:
+            rt._closed_error()
+        sp = _capi.speedups
+        st = sp.sync(rt._handle) if sp is not None else _capi.fast.sync(h)
+        if st:
+            _capi.fail(st)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
-            return "<tenferro_gpu.Runtime (closed)>"
-        return (f"<tenferro_gpu.Runtime identity={self.identity} "
+            return f"<tenferro_gpu.{self._kind} (closed)>"
+        return (f"<tenferro_gpu.{self._kind} identity={self._identity} "
                 f"device={self.device.ordinal} handle=0x{self._handle:x}>")
+
+
+def _release_runtime(handle: int, owner: "weakref.ref[Runtime]") -> int:
+    """The finalizer's release.  When it runs at interpreter exit the
+    Runtime still exists: it is marked closed first, so a later call
+    raises instead of using a released handle."""
+    rt = owner()
+    if rt is not None:
+        rt._hc = None
+    return int(_capi.api().tf_runtime_release(handle))
+
+
+# This thread's out-parameter of stream() and a ready byref of it: one per
+# thread, since the GIL is released during the call.
+_local = threading.local()
+
+
+def _new_pointer() -> Tuple[ctypes.c_void_p, Any]:
+    out = ctypes.c_void_p()
+    return out, ctypes.byref(out)

@@ -2,12 +2,18 @@
 events and retirement (include/tenferro_gpu.h, "Work on the slot
 streams")."""
 
+from __future__ import annotations
+
 import ctypes
 import dataclasses
 import enum
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _callbacks, _capi
 from ._owned import Owned
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 class PointerMode(enum.IntEnum):
@@ -33,7 +39,7 @@ class RetirementStats:
     max_in_flight: int
 
 
-def cublas_symbol(name):
+def cublas_symbol(name: str) -> int:
     """Address of a function of the cuBLAS the library loaded
     (tf_cublas_symbol), as an integer: the binding calls the same cuBLAS
     that made the slots' handles and needs none of its own.  `name` must
@@ -41,10 +47,10 @@ def cublas_symbol(name):
     NotSupportedError (no such symbol), InvalidArgumentError."""
     out = ctypes.c_void_p()
     _capi.check(_capi.api().tf_cublas_symbol(name.encode(), ctypes.byref(out)))
-    return out.value
+    return out.value or 0
 
 
-def cublas_function(name, restype, *argtypes):
+def cublas_function(name: str, restype: Any, *argtypes: Any) -> Any:
     """The cuBLAS function `name` of the library's cuBLAS as a ctypes
     function of the given prototype:
 
@@ -53,16 +59,12 @@ def cublas_function(name, restype, *argtypes):
     return ctypes.CFUNCTYPE(restype, *argtypes)(cublas_symbol(name))
 
 
-def cublas_version():
+def cublas_version() -> tuple[int, int, int]:
     """Version of the library's cuBLAS as (major, minor, patch)."""
     out = ctypes.c_int32()
     _capi.check(_capi.api().tf_cublas_version(ctypes.byref(out)))
     n = out.value
     return (n // 10000, n // 100 % 100, n % 100)
-
-
-_CUBLAS = _callbacks.trampoline(_capi.CUBLAS_FN, status_of=_callbacks.cublas_status)
-_STREAM = _callbacks.trampoline(_capi.STREAM_FN)
 
 
 class Event(Owned):
@@ -82,22 +84,24 @@ class Event(Owned):
     __slots__ = ("_runtime",)
     _kind = "Event"
 
-    def __init__(self, runtime, handle):
+    _runtime: "Runtime"
+
+    def __init__(self, runtime: "Runtime", handle: int) -> None:
         self._runtime = runtime
         self._own(handle, _release_event, runtime)
 
     @classmethod
-    def _new(cls, runtime):
-        owner = runtime.clone()
+    def _new(cls, runtime: "Runtime") -> "Event":
+        owner = runtime._owner_clone()
         out = ctypes.c_void_p()
         try:
             _capi.check(_capi.api().tf_event_new(owner.handle, ctypes.byref(out)))
         except BaseException:
             owner.close()
             raise
-        return cls(owner, out.value)
+        return cls(owner, out.value or 0)
 
-    def clone(self):
+    def clone(self) -> "Event":
         """Another Event object on the same event (tf_event_retain)."""
         owner = self._runtime.clone()
         try:
@@ -107,43 +111,43 @@ class Event(Owned):
             raise
         return Event(owner, self._handle)
 
-    def record(self, runtime=None):
-        """Record on the calling thread's slot of `runtime` (default: the
-        runtime that made the event): it completes when the work queued
-        there before this call is done."""
+    def record(self, runtime: Optional["Runtime"] = None) -> None:
+        """Record on the slot calls on `runtime` (default: the runtime that
+        made the event) use here: it completes when the work queued there
+        before this call is done."""
         rt = runtime if runtime is not None else self._runtime
-        _capi.check(_capi.api().tf_event_record(rt.handle, self.handle))
+        _capi.check(_capi.api().tf_event_record(rt._active(), self.handle))
 
-    def wait(self, runtime=None):
-        """Make the calling thread's slot of `runtime` (default: the
-        event's runtime) wait, on the device, for the latest record."""
+    def wait(self, runtime: Optional["Runtime"] = None) -> None:
+        """Make the slot calls on `runtime` (default: the event's runtime)
+        use here wait, on the device, for the latest record."""
         rt = runtime if runtime is not None else self._runtime
-        _capi.check(_capi.api().tf_event_wait(rt.handle, self.handle))
+        _capi.check(_capi.api().tf_event_wait(rt._active(), self.handle))
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Block until the latest record is done."""
         _capi.check(_capi.api().tf_event_synchronize(self.handle))
 
-    def query(self):
+    def query(self) -> bool:
         """Whether the latest record is done (or there was none), without
         waiting."""
         out = ctypes.c_int32()
         _capi.check(_capi.api().tf_event_query(self.handle, ctypes.byref(out)))
         return bool(out.value)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else f"0x{self._handle:x}"
         return f"<tenferro_gpu.Event {state}>"
 
 
-def _release_event(handle, runtime):
+def _release_event(handle: int, runtime: "Runtime") -> int:
     try:
-        return _capi.api().tf_event_release(handle)
+        return int(_capi.api().tf_event_release(handle))
     finally:
         runtime.close()
 
 
-def _keep(*objects):
+def _keep(*objects: object) -> None:
     """The release of keep_until_done: dropping the references is the work."""
 
 
@@ -152,7 +156,11 @@ class StreamWorkMixin:
 
     __slots__ = ()
 
-    def cublas_enqueue(self, fn, /, *args, pointer_mode=PointerMode.HOST, **kwargs):
+    if TYPE_CHECKING:
+        def _active(self) -> int: ...
+
+    def cublas_enqueue(self, fn: Callable[..., Any], /, *args: Any,
+                       pointer_mode: int = PointerMode.HOST, **kwargs: Any) -> None:
         """Call fn(handle, stream, *args, **kwargs) with this thread's slot's
         cuBLAS handle (a cublasHandle_t) and stream (a CUstream), both
         integers, while the primary context is current and the slot's lock
@@ -164,40 +172,43 @@ class StreamWorkMixin:
         its stream or workspace; calling cublas_enqueue or stream_enqueue
         again from fn raises RuntimeStateError."""
         mode = _capi.int32(pointer_mode, "pointer_mode")
-        st, _ = _callbacks.call_with_callback(
-            _capi.api().tf_cublas_enqueue, (self.handle, mode), _CUBLAS,
-            fn, args, kwargs)
-        _capi.check(st)
+        frame = _callbacks.new_frame(fn, args, kwargs)
+        st = _capi.api().tf_cublas_enqueue(self._active(), mode, _callbacks.CUBLAS, frame)
+        if st:
+            _callbacks.reraise(frame)
+            _capi.fail(st)
 
-    def stream_enqueue(self, fn, /, *args, **kwargs):
+    def stream_enqueue(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Call fn(stream, *args, **kwargs) with this thread's slot stream (a
         CUstream, as an integer) while the primary context is current and
         the slot's lock held (tf_stream_enqueue), for any library's work.
         Returns what fn returns; an exception fn raises is re-raised here."""
-        st, result = _callbacks.call_with_callback(
-            _capi.api().tf_stream_enqueue, (self.handle,), _STREAM, fn, args, kwargs)
-        _capi.check(st)
-        return result
+        frame = _callbacks.new_frame(fn, args, kwargs)
+        st = _capi.api().tf_stream_enqueue(self._active(), _callbacks.STREAM, frame)
+        if st:
+            _callbacks.reraise(frame)
+            _capi.fail(st)
+        return frame[_callbacks.RESULT]
 
-    def slot_wait(self, other_slot):
+    def slot_wait(self, other_slot: int) -> None:
         """Make this thread's slot stream wait, on the device, for the work
         queued on slot `other_slot` before this call (tf_slot_wait)."""
         other_slot = _capi.int32(other_slot, "other_slot")
-        _capi.check(_capi.api().tf_slot_wait(self.handle, other_slot))
+        _capi.check(_capi.api().tf_slot_wait(self._active(), other_slot))
 
-    def event(self):
+    def event(self) -> Event:
         """A new Event of this runtime (tf_event_new)."""
-        return Event._new(self)
+        return Event._new(self)      # type: ignore[arg-type]
 
-    def record_event(self, event):
+    def record_event(self, event: Event) -> None:
         """event.record(self): record on this handle's slot."""
-        event.record(self)
+        event.record(self)           # type: ignore[arg-type]
 
-    def wait_event(self, event):
+    def wait_event(self, event: Event) -> None:
         """event.wait(self): this handle's slot waits for the event."""
-        event.wait(self)
+        event.wait(self)             # type: ignore[arg-type]
 
-    def retire(self, release, /, *args):
+    def retire(self, release: Callable[..., object], /, *args: Any) -> None:
         """Call release(*args) once the device has finished the work queued
         so far on this thread's slot, without making the host wait
         (tf_workspace_retire).  It runs exactly once, on the thread of a
@@ -207,25 +218,25 @@ class StreamWorkMixin:
         sys.unraisablehook.  If the library cannot retire (any error but
         InvalidArgumentError), release never runs and the error is
         raised."""
-        st = _callbacks.retirement(_capi.api().tf_workspace_retire, (self.handle,),
+        st = _callbacks.retirement(_capi.api().tf_workspace_retire, (self._active(),),
                                    _capi.RELEASE_FN, release, args)
         _capi.check(st)
 
-    def keep_until_done(self, *objects):
+    def keep_until_done(self, *objects: object) -> None:
         """Keep references to `objects` (arrays, tensors, buffers that queued
         work still reads or writes) until the device has finished the work
         queued so far on this thread's slot; see retire()."""
         self.retire(_keep, *objects)
 
-    def poll_retirements(self):
+    def poll_retirements(self) -> None:
         """Run the releases of every retirement the device has passed, on
         all slots, without waiting (tf_workspace_poll)."""
-        _capi.check(_capi.api().tf_workspace_poll(self.handle))
+        _capi.check(_capi.api().tf_workspace_poll(self._active()))
 
-    def retirement_stats(self):
+    def retirement_stats(self) -> RetirementStats:
         """RetirementStats of this runtime (tf_workspace_stats)."""
         api = _capi.api()
         out = _capi.new_struct(_capi.RetirementStatsStruct, api.tf_retirement_stats_init)
-        _capi.check(api.tf_workspace_stats(self.handle, ctypes.byref(out)))
+        _capi.check(api.tf_workspace_stats(self._active(), ctypes.byref(out)))
         return RetirementStats(**{f.name: getattr(out, f.name)
                                   for f in dataclasses.fields(RetirementStats)})

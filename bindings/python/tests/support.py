@@ -78,6 +78,7 @@ class Double:
         "tfd_func_attribute": (c_int, (c_void_p, c_int)),
         "tfd_cublas_stream": (c_void_p, (c_void_p,)),
         "tfd_set_attribute": (None, (c_int, c_int, c_int)),
+        "tfd_pending": (c_ulong, (c_void_p,)),
     }
 
     def __init__(self, lib):
@@ -200,3 +201,83 @@ def torch_external_stream(torch, ptr, device=None):
     if hasattr(torch.cuda, "ExternalStream"):
         return torch.cuda.ExternalStream(ptr, device=device)
     return torch.cuda.get_stream_from_external(ptr, device=device)
+
+
+class ForeignLibrary:
+    """What another CUDA library (PyTorch, CuPy) does to the device, through
+    the raw driver in `rt`'s primary context: its own non-blocking stream,
+    and copies queued there.  Against the double, work queued on a stream
+    runs only when that stream is made to progress (deferred mode), so a
+    read that is not ordered after a write sees the old bytes."""
+
+    _ENTRIES = {
+        "cuStreamCreate": (2000, (ctypes.POINTER(c_void_p), c_uint)),
+        "cuStreamDestroy": (4000, (c_void_p,)),
+        "cuStreamSynchronize": (2000, (c_void_p,)),
+        "cuMemcpyHtoDAsync": (3020, (ctypes.c_uint64, c_void_p, c_size_t, c_void_p)),
+        "cuMemcpyDtoHAsync": (3020, (c_void_p, ctypes.c_uint64, c_size_t, c_void_p)),
+    }
+
+    def __init__(self, rt):
+        self.rt = rt
+        gpa = _LIB.cuGetProcAddress_v2
+        gpa.restype = c_int
+        gpa.argtypes = [c_char_p, ctypes.POINTER(c_void_p), c_int, ctypes.c_uint64, c_void_p]
+        self._fn = {}
+        for name, (version, argtypes) in self._ENTRIES.items():
+            address = c_void_p()
+            assert gpa(name.encode(), ctypes.byref(address), version, 1, None) == 0, name
+            self._fn[name] = ctypes.CFUNCTYPE(c_int, *argtypes)(address.value)
+
+    def _call(self, name, *args):
+        rc = self.rt.with_context(self._fn[name], *args)
+        assert rc == 0, f"{name} returned {rc}"
+
+    def new_stream(self):
+        out = c_void_p()
+        self._call("cuStreamCreate", ctypes.byref(out), CU_STREAM_NON_BLOCKING)
+        return out.value
+
+    def destroy_stream(self, stream):
+        self._call("cuStreamDestroy", stream)
+
+    def write(self, stream, dptr, data):
+        """Queue a copy of `data` (staged at the call) to dptr on `stream`."""
+        self._call("cuMemcpyHtoDAsync", dptr, data, len(data), stream)
+
+    def read(self, stream, dptr, n):
+        """n bytes at dptr, read on `stream` (then synchronized)."""
+        out = ctypes.create_string_buffer(n)
+        self._call("cuMemcpyDtoHAsync", out, dptr, n, stream)
+        self._call("cuStreamSynchronize", stream)
+        return out.raw
+
+
+class CudaArray:
+    """Another library's device array that offers only the CUDA Array
+    Interface (version 3 with `stream`, or older without)."""
+
+    def __init__(self, ptr, shape, typestr="|u1", stream=None, version=3, strides=None,
+                 readonly=False):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, readonly),
+            "strides": strides, "version": version}
+        if version >= 3:
+            self.__cuda_array_interface__["stream"] = stream
+
+
+class DLPackArray:
+    """Another library's device array that offers only DLPack: it hands out
+    the capsules of a DeviceBuffer it wraps, and records what it was asked."""
+
+    def __init__(self, buf, device=None):
+        self.buf = buf
+        self.requests = []
+        self.device = device
+
+    def __dlpack_device__(self):
+        return self.device or self.buf.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        self.requests.append(kwargs)
+        return self.buf.__dlpack__(**kwargs)

@@ -4,6 +4,7 @@ caller's context comes back; exceptions are re-raised, never lost."""
 import sys
 import threading
 import traceback
+import weakref
 
 import pytest
 
@@ -62,7 +63,32 @@ def test_an_exception_is_re_raised_with_its_traceback(rt, raw):
     assert type(seen) is tg.CallbackError
     assert (seen.operation, seen.call, seen.code, seen.code_domain) == (
         "tf_with_context", "callback", _callbacks.CALLBACK_RAISED, tg.CodeDomain.CALLBACK)
-    assert _callbacks._frames == {}
+
+
+class _Callable:
+    def __init__(self, fails):
+        self.fails = fails
+
+    def __call__(self):
+        if self.fails:
+            raise ValueError("inside")
+        return 1
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_nothing_of_the_call_is_kept_afterwards(rt, fails):
+    # The frame passed as user_data goes with the call: neither the callable
+    # nor its exception outlives it (no reference cycle, no registry).
+    fn = _Callable(fails)
+    alive = weakref.ref(fn)
+    if fails:
+        with pytest.raises(ValueError) as caught:
+            rt.with_context(fn)
+        del caught
+    else:
+        assert rt.with_context(fn) == 1
+    del fn
+    assert alive() is None
 
 
 def test_base_exceptions_are_not_lost_either(rt):
@@ -140,4 +166,3 @@ def test_threads_call_concurrently(rt, raw):
     for t in threads:
         t.join()
     assert errors == []
-    assert _callbacks._frames == {}

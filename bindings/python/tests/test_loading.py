@@ -117,3 +117,45 @@ def test_a_library_of_another_major_version_is_refused():
     fake = types.SimpleNamespace(tf_version=lambda: 20304)
     with pytest.raises(tg.LoadError, match="is tenferro-gpu 2.3.4; this binding needs major version 1"):
         _library._check_version(fake, "fake.so")
+
+
+NO_LIBRARY = textwrap.dedent("""
+    import tenferro_gpu as tg
+    print("gpu_available", tg.gpu_available())
+    try:
+        tg.Runtime(0)
+    except tg.LoadError as e:
+        print("LoadError")
+""")
+
+
+@pytest.mark.parametrize("override", ["/nonexistent/libtenferro_gpu.so.1", None])
+def test_without_the_library_gpu_available_is_false_and_nothing_dies(tmp_path, override):
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, LD_LIBRARY_PATH="",
+               PKG_CONFIG_PATH=str(tmp_path), PKG_CONFIG_LIBDIR=str(tmp_path))
+    env.pop(_library.ENV_LIBRARY, None)
+    if override:
+        env[_library.ENV_LIBRARY] = override
+    elif _soname_loadable(env):
+        pytest.skip("libtenferro_gpu.so.1 is installed where the loader finds it")
+    done = subprocess.run([sys.executable, "-c", NO_LIBRARY], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["gpu_available", "False", "LoadError"]
+
+
+def test_a_bundled_library_is_found_before_the_search_path(tmp_path):
+    # A copy of the package with the library in tenferro_gpu/_lib/, as a
+    # wheel from `make python-wheel` has it; the loader's path has none.
+    package = tmp_path / "tenferro_gpu"
+    shutil.copytree(os.path.join(PACKAGE_ROOT, "tenferro_gpu"), package,
+                    ignore=shutil.ignore_patterns("__pycache__", "_lib"))
+    (package / "_lib").mkdir()
+    shutil.copy(support.loaded_library_file(), package / "_lib" / _library.SONAME)
+    env = _child_env(PYTHONPATH=str(tmp_path))
+    out = _probe(env)
+    assert out.startswith(f"loaded {package / '_lib' / _library.SONAME} ")
+    # an explicit override still wins
+    out = _probe(_child_env(PYTHONPATH=str(tmp_path),
+                            TENFERRO_GPU_LIBRARY=support.loaded_library_file()))
+    assert out.startswith(f"loaded {support.loaded_library_file()} ")

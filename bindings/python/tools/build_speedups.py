@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Builds the optional C extension tenferro_gpu/_speedups (make
+python-speedups) in place, for the interpreter running this script.
+
+Without that interpreter's headers (Python.h) or a C compiler it builds
+nothing, removes a stale extension of the same interpreter, and says that
+the package uses ctypes alone: the binding works either way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+
+def main(source: str, package: str) -> int:
+    include = sysconfig.get_paths()["include"]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = os.path.join(package, "_speedups" + suffix)
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    version = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+    why = None
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        why = f"no Python.h in {include} (Debian: python3-dev)"
+    elif compiler is None:
+        why = "no C compiler"
+    if why is None:
+        if (os.path.exists(target) and os.path.getmtime(target) >= os.path.getmtime(source)):
+            return 0
+        cmd = [compiler, "-O2", "-fPIC", "-shared", "-Wall", "-Wextra",
+               f"-I{include}", source, "-o", target]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode == 0:
+            print(f"python-speedups: built {os.path.relpath(target)} for {version}"
+                  + (f"\n{done.stderr.strip()}" if done.stderr.strip() else ""))
+            return 0
+        why = f"{compiler} failed:\n{done.stderr.strip()}"
+    if os.path.exists(target):
+        os.remove(target)
+    print(f"python-speedups: SKIPPED for {version}: {why}; the package uses ctypes alone")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
