@@ -1,6 +1,9 @@
+//go:build cgo
+
 package tenferro_test
 
 import (
+	"context"
 	"testing"
 	"unsafe"
 
@@ -8,7 +11,23 @@ import (
 )
 
 // What the binding adds to the C calls (run with -test.bench=. on a GPU
-// machine and compare with bench/bench_context's C numbers).
+// machine and compare with bench/bench_context's C numbers).  Built with
+// -tags tenferro_linked the same benchmarks measure the library linked at
+// build time instead of called through the table dlopen filled: the
+// difference is the cost of the table (docs/go.md, "Loading the library").
+
+// One cgo call of a function that does nothing but return a constant: the
+// round trip Go -> C wrapper -> library, and the check that it is loaded.
+func BenchmarkVersion(b *testing.B) {
+	if tenferro.Version() == 0 {
+		b.Skip("the library is not available")
+	}
+	for i := 0; i < b.N; i++ {
+		if tenferro.Version() == 0 {
+			b.Fatal("no version")
+		}
+	}
+}
 
 func benchRuntime(b *testing.B) *tenferro.Runtime {
 	if double == nil && !tenferro.GPUAvailable() {
@@ -26,6 +45,47 @@ func BenchmarkCurrentSlot(b *testing.B) {
 	rt := benchRuntime(b)
 	for i := 0; i < b.N; i++ {
 		if _, err := rt.CurrentSlot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A Stream's call: the same, through the bound handle.
+func BenchmarkStreamCurrentSlot(b *testing.B) {
+	rt := benchRuntime(b)
+	s, err := rt.NewStream(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.CurrentSlot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Sync of an idle stream, blocking and with a context that can be
+// cancelled (an event made, recorded, queried and released each time).
+func BenchmarkSyncIdle(b *testing.B) {
+	rt := benchRuntime(b)
+	for i := 0; i < b.N; i++ {
+		if err := rt.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSyncContextIdle(b *testing.B) {
+	rt := benchRuntime(b)
+	if double != nil {
+		double.SetQueryProgress(1) // the double runs the event's record when queried
+		defer double.SetQueryProgress(0)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < b.N; i++ {
+		if err := rt.SyncContext(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

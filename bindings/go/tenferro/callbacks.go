@@ -1,11 +1,7 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"errors"
-	"runtime/cgo"
 	"unsafe"
 )
 
@@ -35,7 +31,7 @@ const (
 
 // run calls body, keeping a panic for the Go caller: a panic must never
 // unwind through the library's C frames.
-func (c *callback) run(body func() error) (code C.int32_t) {
+func (c *callback) run(body func() error) (code int32) {
 	defer func() {
 		if !c.returned {
 			c.panicked = true
@@ -48,14 +44,14 @@ func (c *callback) run(body func() error) (code C.int32_t) {
 	return c.code()
 }
 
-func (c *callback) code() C.int32_t {
+func (c *callback) code() int32 {
 	if c.err == nil {
 		return 0
 	}
 	if c.cublas != nil {
 		var st CublasStatus
 		if errors.As(c.err, &st) && st != CublasStatusSuccess {
-			return C.int32_t(st) // the library reports it as cuBLAS's failure
+			return int32(st) // the library reports it as cuBLAS's failure
 		}
 		return callbackPanicked // not cuBLAS's: reported by the binding (finish)
 	}
@@ -65,10 +61,8 @@ func (c *callback) code() C.int32_t {
 // invoke makes one C call that runs c, then raises c's panic again, now
 // that the library has restored the caller's context and released the
 // slot, or folds c's error into the library's.
-func (r *Runtime) invoke(op string, c *callback, call func(*C.tf_runtime, C.uintptr_t) *C.tf_error_info) error {
-	h := cgo.NewHandle(c)
-	defer h.Delete()
-	err := r.do(op, func(p *C.tf_runtime) *C.tf_error_info { return call(p, C.uintptr_t(h)) })
+func (r *Runtime) invoke(op string, c *callback, call func(rt unsafe.Pointer, c *callback) error) error {
+	err := r.do(op, func(p unsafe.Pointer) error { return call(p, c) })
 	if c.panicked {
 		panic(c.panicVal)
 	}
@@ -92,23 +86,9 @@ func (c *callback) finish(op string, err error) error {
 	return e
 }
 
-func callbackOf(h C.uintptr_t) *callback { return cgo.Handle(h).Value().(*callback) }
-
-//export tfgoRunContext
-func tfgoRunContext(h C.uintptr_t) C.int32_t {
-	c := callbackOf(h)
-	return c.run(c.context)
-}
-
-//export tfgoRunStream
-func tfgoRunStream(h C.uintptr_t, stream unsafe.Pointer) C.int32_t {
-	c := callbackOf(h)
-	return c.run(func() error { return c.stream(stream) })
-}
-
-//export tfgoRunCublas
-func tfgoRunCublas(h C.uintptr_t, handle, stream unsafe.Pointer) C.int32_t {
-	c := callbackOf(h)
+// runCublas runs a CublasEnqueue callback with the handle and stream the
+// library gave.
+func (c *callback) runCublas(handle, stream unsafe.Pointer) int32 {
 	cb := &Cublas{Handle: handle, Stream: stream, Mode: c.mode}
 	defer cb.expire()
 	return c.run(func() error { return c.cublas(cb) })
@@ -131,9 +111,7 @@ func (r *Runtime) WithContext(fn func() error) error {
 	if fn == nil {
 		return bindingError(StatusInvalidArgument, op, "fn is nil")
 	}
-	return r.invoke(op, &callback{context: fn}, func(p *C.tf_runtime, h C.uintptr_t) *C.tf_error_info {
-		return C.go_tf_with_context(p, h)
-	})
+	return r.invoke(op, &callback{context: fn}, withContext)
 }
 
 // StreamEnqueue runs fn with the primary context current and the current
@@ -148,7 +126,5 @@ func (r *Runtime) StreamEnqueue(fn func(stream unsafe.Pointer) error) error {
 	if fn == nil {
 		return bindingError(StatusInvalidArgument, op, "fn is nil")
 	}
-	return r.invoke(op, &callback{stream: fn}, func(p *C.tf_runtime, h C.uintptr_t) *C.tf_error_info {
-		return C.go_tf_stream_enqueue(p, h)
-	})
+	return r.invoke(op, &callback{stream: fn}, streamEnqueue)
 }

@@ -1,8 +1,5 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"sync/atomic"
@@ -15,8 +12,8 @@ type PointerMode int32
 
 // Pointer modes for CublasEnqueue.
 const (
-	PointerModeHost   = PointerMode(C.TF_CUBLAS_POINTER_MODE_HOST)   // Go values
-	PointerModeDevice = PointerMode(C.TF_CUBLAS_POINTER_MODE_DEVICE) // device memory
+	PointerModeHost   PointerMode = 0 // Go values
+	PointerModeDevice PointerMode = 1 // device memory
 )
 
 // Cublas is what a CublasEnqueue callback receives: the current slot's
@@ -48,9 +45,7 @@ func (r *Runtime) CublasEnqueue(mode PointerMode, fn func(c *Cublas) error) erro
 	if fn == nil {
 		return bindingError(StatusInvalidArgument, op, "fn is nil")
 	}
-	return r.invoke(op, &callback{cublas: fn, mode: mode}, func(p *C.tf_runtime, h C.uintptr_t) *C.tf_error_info {
-		return C.go_tf_cublas_enqueue(p, C.int32_t(mode), h)
-	})
+	return r.invoke(op, &callback{cublas: fn, mode: mode}, cublasEnqueue)
 }
 
 // CublasStatus is a cublasStatus_t, the result of a cuBLAS call; nonzero
@@ -99,26 +94,12 @@ const (
 
 // CublasVersion is the version of the cuBLAS the library loaded, as
 // major*10000 + minor*100 + patch (tf_cublas_version).  It loads cuBLAS.
-func CublasVersion() (int, error) {
-	var v C.int32_t
-	if err := takeError(C.go_tf_cublas_version(&v)); err != nil {
-		return 0, err
-	}
-	return int(v), nil
-}
+func CublasVersion() (int, error) { return cublasVersion() }
 
 // CublasSymbol is the address of a function of the cuBLAS the library
 // loaded ("cublasSgemm_v2"), for calling it through your own cgo code with
 // the handle CublasEnqueue gives (tf_cublas_symbol).
-func CublasSymbol(name string) (unsafe.Pointer, error) {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	var fn unsafe.Pointer
-	if err := takeError(C.go_tf_cublas_symbol(cname, &fn)); err != nil {
-		return nil, err
-	}
-	return fn, nil
-}
+func CublasSymbol(name string) (unsafe.Pointer, error) { return cublasSymbol(name) }
 
 // symbolCache keeps a cuBLAS function's address once found; a failure is
 // not kept, so a later call asks the library again.
@@ -145,7 +126,7 @@ var (
 )
 
 // gemmArgs are the integer arguments of a GEMM, checked to fit cuBLAS's int.
-type gemmArgs struct{ m, n, k, lda, ldb, ldc C.int32_t }
+type gemmArgs struct{ m, n, k, lda, ldb, ldc int32 }
 
 func (c *Cublas) gemmArgs(op string, want PointerMode, m, n, k, lda, ldb, ldc int) (gemmArgs, error) {
 	var g gemmArgs
@@ -159,7 +140,7 @@ func (c *Cublas) gemmArgs(op string, want PointerMode, m, n, k, lda, ldb, ldc in
 	}
 	var err error
 	for _, a := range []struct {
-		dst  *C.int32_t
+		dst  *int32
 		name string
 		v    int
 	}{{&g.m, "m", m}, {&g.n, "n", n}, {&g.k, "k", k}, {&g.lda, "lda", lda}, {&g.ldb, "ldb", ldb}, {&g.ldc, "ldc", ldc}} {
@@ -168,6 +149,15 @@ func (c *Cublas) gemmArgs(op string, want PointerMode, m, n, k, lda, ldb, ldc in
 		}
 	}
 	return g, nil
+}
+
+// gemmOperands are a GEMM's arguments but alpha and beta, for the C call.
+type gemmOperands struct {
+	fn, handle              unsafe.Pointer
+	transA, transB          int32
+	args                    gemmArgs
+	alphaDev, a, b, betaDev DevicePtr
+	c                       DevicePtr
 }
 
 // gemm checks the arguments, finds the cuBLAS function and calls it.
@@ -190,18 +180,9 @@ func gemm[T float32 | float64](c *Cublas, ta, tb Operation, m, n, k int, alpha *
 	if err != nil {
 		return err
 	}
-	var status C.int32_t
-	switch al := any(alpha).(type) {
-	case *float32:
-		status = C.tfgo_sgemm(fn, c.Handle, C.int32_t(ta), C.int32_t(tb), g.m, g.n, g.k,
-			(*C.float)(al), C.uint64_t(alphaDev), C.uint64_t(a), g.lda, C.uint64_t(b), g.ldb,
-			(*C.float)(any(beta).(*float32)), C.uint64_t(betaDev), C.uint64_t(cm), g.ldc)
-	case *float64:
-		status = C.tfgo_dgemm(fn, c.Handle, C.int32_t(ta), C.int32_t(tb), g.m, g.n, g.k,
-			(*C.double)(al), C.uint64_t(alphaDev), C.uint64_t(a), g.lda, C.uint64_t(b), g.ldb,
-			(*C.double)(any(beta).(*float64)), C.uint64_t(betaDev), C.uint64_t(cm), g.ldc)
-	}
-	if status != 0 {
+	ops := gemmOperands{fn: fn, handle: c.Handle, transA: int32(ta), transB: int32(tb), args: g,
+		alphaDev: alphaDev, a: a, b: b, betaDev: betaDev, c: cm}
+	if status := gemmCall(&ops, sym == &dgemmSymbol, unsafe.Pointer(alpha), unsafe.Pointer(beta)); status != 0 {
 		return CublasStatus(status)
 	}
 	return nil

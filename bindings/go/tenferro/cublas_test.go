@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tenferro_test
 
 import (
@@ -167,8 +169,8 @@ func TestGemmMatchesTheCPU(t *testing.T) {
 				seed++
 				g := newGemmCase(seed, ta, tb, 37, 29, 45)
 				want := g.want()
-				got32, err32 := gemmOnDevice[float32](rt, g, dev)
-				got64, err64 := gemmOnDevice[float64](rt, g, dev)
+				got32, err32 := gemmOnDevice[float32](rt.Runtime, g, dev)
+				got64, err64 := gemmOnDevice[float64](rt.Runtime, g, dev)
 				if err32 != nil || err64 != nil {
 					t.Fatalf("op %d%d device scalars %v: %v, %v", ta, tb, dev, err32, err64)
 				}

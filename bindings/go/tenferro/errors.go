@@ -1,6 +1,9 @@
 package tenferro
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is the error every function of this package returns.  It is a copy
 // of the library's error record (tf_error_info), taken on the OS thread that
@@ -14,7 +17,7 @@ type Error struct {
 	Message string     // the library's full message, starting with Op
 	Log     string     // NVRTC's whole log, for StatusCompile from Compile; else ""
 
-	cause error // what a Go callback returned, for errors.Unwrap
+	cause error // what a Go callback returned, or ErrNotAvailable, for errors.Unwrap
 }
 
 // Error returns the library's message, followed by the callback's error
@@ -28,7 +31,7 @@ func (e *Error) Error() string {
 
 // Unwrap returns the error a Go callback returned (WithContext,
 // StreamEnqueue, CublasEnqueue: a CublasStatus for a failed cuBLAS call),
-// or nil.
+// ErrNotAvailable when the library could not be used at all, or nil.
 func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is a Status equal to e.Status, so that
@@ -48,4 +51,28 @@ func bindingError(status Status, op, format string, args ...interface{}) *Error 
 		Op:      op,
 		Message: op + ": " + fmt.Sprintf(format, args...),
 	}
+}
+
+// ErrNotAvailable is what every function returns, wrapped in an *Error with
+// StatusLibraryNotFound, when this program cannot use libtenferro_gpu.so.1
+// at all: the package was built without cgo (CGO_ENABLED=0), or the library
+// could not be loaded at run time (absent, of another major version, or
+// older than the header the program was built with; the message says
+// which).  A program that merely can use a GPU tests for it and carries on
+// without one:
+//
+//	rt, err := tenferro.NewRuntime(0)
+//	if errors.Is(err, tenferro.ErrNotAvailable) { ... run on the CPU ... }
+//
+// GPUAvailable is false in that case too.  A library that loads but finds
+// no driver or device gives the library's own statuses (StatusDriverNotFound,
+// StatusNoDevice, ...), not ErrNotAvailable.
+var ErrNotAvailable = errors.New("tenferro: GPU support is not available")
+
+// notAvailable is the error of op when the library cannot be used, why
+// saying what happened.
+func notAvailable(op, why string) *Error {
+	e := bindingError(StatusLibraryNotFound, op, "%s", why)
+	e.cause = ErrNotAvailable
+	return e
 }

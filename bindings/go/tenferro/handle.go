@@ -30,6 +30,9 @@ func newHandle(ptr unsafe.Pointer, kind, releaseOp string, drop func(unsafe.Poin
 // acquire returns the C pointer for one call, or an error naming op when the
 // handle was closed.  Every successful acquire needs one release.
 func (h *handle) acquire(op string) (unsafe.Pointer, error) {
+	if h == nil {
+		return nil, errNotOpen(op)
+	}
 	for {
 		s := h.state.Load()
 		if s&closedBit != 0 {
@@ -52,6 +55,9 @@ func (h *handle) release() {
 // call was in flight; otherwise the last call releases it later.  A second
 // close reports that the object was already closed.
 func (h *handle) close() error {
+	if h == nil {
+		return errNotOpen("close")
+	}
 	for {
 		s := h.state.Load()
 		if s&closedBit != 0 {
@@ -66,7 +72,11 @@ func (h *handle) close() error {
 	}
 }
 
-func (h *handle) isClosed() bool { return h.state.Load()&closedBit != 0 }
+// errNotOpen is the error of a call on a nil or zero Runtime, Stream,
+// Event, Module or Program: one this package did not make.
+func errNotOpen(op string) error {
+	return bindingError(StatusInvalidHandle, op, "the object is nil or a zero value, not one this package made")
+}
 
 // use runs call with the C pointer held for its duration.
 func (h *handle) use(op string, call func(unsafe.Pointer) error) error {
@@ -76,4 +86,11 @@ func (h *handle) use(op string, call func(unsafe.Pointer) error) error {
 	}
 	defer h.release()
 	return call(p)
+}
+
+// useBoth runs call with the C pointers of two handles held.
+func useBoth(op string, a, b *handle, call func(pa, pb unsafe.Pointer) error) error {
+	return a.use(op, func(pa unsafe.Pointer) error {
+		return b.use(op, func(pb unsafe.Pointer) error { return call(pa, pb) })
+	})
 }

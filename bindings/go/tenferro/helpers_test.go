@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tenferro_test
 
 import (
@@ -20,6 +22,9 @@ var double *testsupport.Double
 // double, TF_TEST_MODE=gpu a usable device of the real driver (a
 // misconfigured machine must not turn into skipped tests).
 func TestMain(m *testing.M) {
+	if role := os.Getenv(childRoleEnv); role != "" {
+		os.Exit(runChild(role)) // a program started by a test (nolib_test.go)
+	}
 	_, countErr := tenferro.DeviceCount() // loads the driver, if any
 	double = testsupport.GetDouble()
 	mode := os.Getenv("TF_TEST_MODE")
@@ -98,15 +103,18 @@ func closeRuntime(t *testing.T, rt *tenferro.Runtime) {
 	}
 }
 
-// bind returns a Runtime bound to slot, closed at the end of the test.
-func bind(t *testing.T, rt *tenferro.Runtime, slot int) *tenferro.Runtime {
+// bind returns a Stream on slot, closed at the end of the test.
+func bind(t *testing.T, rt *tenferro.Runtime, slot int) *tenferro.Stream {
 	t.Helper()
-	b, err := rt.BindSlot(slot)
+	s, err := rt.NewStream(slot)
 	if err != nil {
-		t.Fatalf("BindSlot(%d): %v", slot, err)
+		t.Fatalf("NewStream(%d): %v", slot, err)
 	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	if s.Slot() != slot {
+		t.Fatalf("NewStream(%d).Slot() = %d", slot, s.Slot())
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // requireCapability skips when the runtime lacks a vendor library that is

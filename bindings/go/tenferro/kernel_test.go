@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tenferro_test
 
 import (
@@ -64,9 +66,9 @@ func TestCompiledKernelRuns(t *testing.T) {
 	rt := newRuntime(t, 2)
 	defer closeRuntime(t, rt)
 	worker := bind(t, rt, 1)
-	m, f := compileAdd(t, worker)
-	launchAdd(t, worker, f, 1000, 11)
-	launchAdd(t, worker, f, 1, 12)
+	m, f := compileAdd(t, worker.Runtime)
+	launchAdd(t, worker.Runtime, f, 1000, 11)
+	launchAdd(t, worker.Runtime, f, 1, 12)
 	must(t, f.SetAttribute(tenferro.FuncMaxDynamicSharedSizeBytes, 1024))
 	// A launch from inside a stream callback (it takes no slot lock); n = 0
 	// touches no memory.
@@ -83,7 +85,7 @@ func TestCompiledKernelRuns(t *testing.T) {
 		tenferro.DevicePtr(0), uint32(0)), tenferro.StatusInvalidHandle, "tf_kernel_launch", "Module was closed")
 	g, err := clone.Function("tfd_add_f32")
 	must(t, err)
-	launchAdd(t, worker, g, 300, 13)
+	launchAdd(t, worker.Runtime, g, 300, 13)
 	must(t, clone.Close())
 }
 

@@ -1,8 +1,5 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"unsafe"
@@ -20,7 +17,7 @@ func (p DevicePtr) String() string { return fmt.Sprintf("0x%x", uint64(p)) }
 
 // MaxScalarDownload is the most bytes DownloadScalar reads
 // (TF_SCALAR_DOWNLOAD_MAX_BYTES): a complex128.
-const MaxScalarDownload = int(C.TF_SCALAR_DOWNLOAD_MAX_BYTES)
+const MaxScalarDownload = 16
 
 // Scalar is an element type whose slices cross to the device as raw bytes:
 // fixed-size numbers without Go pointers.
@@ -29,21 +26,14 @@ type Scalar interface {
 		~float32 | ~float64 | ~complex64 | ~complex128
 }
 
-func sizeArg(op, name string, v int) (C.size_t, error) {
-	if v < 0 {
-		return 0, bindingError(StatusInvalidArgument, op, "%s %d is negative", name, v)
-	}
-	return C.size_t(v), nil
-}
-
 // sliceBytes is the address and byte length of s's elements (nil for an
 // empty slice, which the library accepts with length 0).
-func sliceBytes[T Scalar](s []T) (unsafe.Pointer, C.size_t) {
+func sliceBytes[T Scalar](s []T) (unsafe.Pointer, uintptr) {
 	if len(s) == 0 {
 		return nil, 0
 	}
 	var zero T
-	return unsafe.Pointer(&s[0]), C.size_t(uintptr(len(s)) * unsafe.Sizeof(zero))
+	return unsafe.Pointer(&s[0]), uintptr(len(s)) * unsafe.Sizeof(zero)
 }
 
 // Alloc allocates bytes of device memory on the runtime's device, in order
@@ -57,48 +47,48 @@ func (r *Runtime) Alloc(bytes int) (DevicePtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	var p C.uint64_t
-	err = r.do(op, func(rt *C.tf_runtime) *C.tf_error_info { return C.go_tf_alloc(rt, n, &p) })
-	return DevicePtr(p), err
+	var p DevicePtr
+	err = r.do(op, func(rt unsafe.Pointer) (err error) {
+		p, err = deviceAlloc(rt, n)
+		return err
+	})
+	return p, err
 }
 
 // Free releases memory Alloc returned, in order on the current slot's
 // stream (tf_free): work queued earlier on this slot may still use it; work
 // on other slots that uses it must be finished first.  Address 0 is a no-op.
 func (r *Runtime) Free(p DevicePtr) error {
-	return r.do("tf_free", func(rt *C.tf_runtime) *C.tf_error_info { return C.go_tf_free(rt, C.uint64_t(p)) })
+	return r.do("tf_free", func(rt unsafe.Pointer) error { return deviceFree(rt, p) })
 }
 
-// Upload copies src to device memory at dst, in order on the current
-// slot's stream (tf_upload).  src may be reused as soon as Upload returns;
-// later work on the same slot sees the data, other slots after Sync.
-func Upload[T Scalar](r *Runtime, dst DevicePtr, src []T) error {
+// Upload copies src to device memory at dst, in order on q's stream slot
+// (tf_upload).  src may be reused as soon as Upload returns; later work on
+// the same slot sees the data, other slots after Sync.
+func Upload[T Scalar](q Queue, dst DevicePtr, src []T) error {
 	p, n := sliceBytes(src)
-	return r.do("tf_upload", func(rt *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_upload(rt, p, C.uint64_t(dst), n)
-	})
+	return runtimeOf(q).do("tf_upload", func(rt unsafe.Pointer) error { return upload(rt, p, dst, n) })
 }
 
 // Download copies len(dst) elements of device memory at src into dst,
-// after the work queued on the current slot (tf_download).  Go slices are
+// after the work queued on q's stream slot (tf_download).  Go slices are
 // ordinary (pageable) memory, which the library copies through its
 // pipelined page-locked staging.  After an error dst may be partly
 // written; the library never touches it after Download returns.
-func Download[T Scalar](r *Runtime, dst []T, src DevicePtr) error {
+// DownloadContext stops waiting for the queued work when a context is done.
+func Download[T Scalar](q Queue, dst []T, src DevicePtr) error {
 	p, n := sliceBytes(dst)
-	return r.do("tf_download", func(rt *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_download(rt, C.uint64_t(src), p, n)
-	})
+	return runtimeOf(q).do("tf_download", func(rt unsafe.Pointer) error { return download(rt, src, p, n) })
 }
 
 // DownloadScalar reads one value (at most MaxScalarDownload bytes: a
-// result, a flag) from device memory at src after the work queued on the
-// current slot, through the slot's page-locked staging buffer
+// result, a flag) from device memory at src after the work queued on q's
+// stream slot, through the slot's page-locked staging buffer
 // (tf_download_scalar).  It costs one small copy and one stream wait.
-func DownloadScalar[T Scalar](r *Runtime, src DevicePtr) (T, error) {
+func DownloadScalar[T Scalar](q Queue, src DevicePtr) (T, error) {
 	var v T
-	err := r.do("tf_download_scalar", func(rt *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_download_scalar(rt, C.uint64_t(src), unsafe.Pointer(&v), C.size_t(unsafe.Sizeof(v)))
+	err := runtimeOf(q).do("tf_download_scalar", func(rt unsafe.Pointer) error {
+		return downloadScalar(rt, src, unsafe.Pointer(&v), unsafe.Sizeof(v))
 	})
 	return v, err
 }
@@ -112,50 +102,46 @@ func (r *Runtime) Copy(dst, src DevicePtr, bytes int) error {
 	if err != nil {
 		return err
 	}
-	return r.do(op, func(rt *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_copy(rt, C.uint64_t(src), C.uint64_t(dst), n)
-	})
+	return r.do(op, func(rt unsafe.Pointer) error { return deviceCopy(rt, src, dst, n) })
 }
 
 // doPair runs one call with both runtimes' C pointers held.
-func (r *Runtime) doPair(op string, other *Runtime, call func(a, b *C.tf_runtime) *C.tf_error_info) error {
-	if other == nil {
+func (r *Runtime) doPair(op string, other Queue, call func(a, b unsafe.Pointer) error) error {
+	o := runtimeOf(other)
+	if o == nil {
 		return bindingError(StatusInvalidArgument, op, "the other Runtime is nil")
 	}
-	return useBoth(op, r.h, other.h, func(a, b unsafe.Pointer) *C.tf_error_info {
-		return call((*C.tf_runtime)(a), (*C.tf_runtime)(b))
-	})
+	return useBoth(op, r.handle(), o.handle(), call)
 }
 
 // PeerCopyAvailable reports whether copies from this runtime's device to
 // dst's run directly, device to device (tf_peer_copy_available); always
 // true on one device.  PeerCopy works either way.
-func (r *Runtime) PeerCopyAvailable(dst *Runtime) (bool, error) {
-	var v C.int32_t
-	err := r.doPair("tf_peer_copy_available", dst, func(a, b *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_peer_copy_available(a, b, &v)
+func (r *Runtime) PeerCopyAvailable(dst Queue) (bool, error) {
+	var ok bool
+	err := r.doPair("tf_peer_copy_available", dst, func(a, b unsafe.Pointer) (err error) {
+		ok, err = peerCopyAvailable(a, b)
+		return err
 	})
-	return v != 0, err
+	return ok, err
 }
 
 // PeerCopy copies bytes from src, memory of this runtime's device, to
 // dstPtr, memory of dst's device, in order on this runtime's current slot
 // stream (tf_peer_copy).  dst's streams do not wait for it: Sync this
 // runtime from the same slot before work on dst uses the data.
-func (r *Runtime) PeerCopy(dst *Runtime, dstPtr, src DevicePtr, bytes int) error {
+func (r *Runtime) PeerCopy(dst Queue, dstPtr, src DevicePtr, bytes int) error {
 	const op = "tf_peer_copy"
 	n, err := sizeArg(op, "bytes", bytes)
 	if err != nil {
 		return err
 	}
-	return r.doPair(op, dst, func(a, b *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_peer_copy(a, C.uint64_t(src), b, C.uint64_t(dstPtr), n)
-	})
+	return r.doPair(op, dst, func(a, b unsafe.Pointer) error { return peerCopy(a, src, b, dstPtr, n) })
 }
 
-// Buffer is a typed span of device memory allocated through a Runtime,
-// whose transfers go through that Runtime (use a BindSlot Runtime to order
-// them with the goroutine's other work on one stream).
+// Buffer is a typed span of device memory allocated through a Queue (a
+// Stream, or a Runtime), whose transfers go through that Queue: make it
+// through the goroutine's Stream to order them with its other work.
 //
 // Device memory is not garbage collected: call Free.  A Buffer dropped
 // without Free leaks its memory until the runtime's primary context goes
@@ -167,8 +153,9 @@ type Buffer[T Scalar] struct {
 	n   int
 }
 
-// NewBuffer allocates n elements of T through r (uninitialized).
-func NewBuffer[T Scalar](r *Runtime, n int) (*Buffer[T], error) {
+// NewBuffer allocates n elements of T through q (uninitialized).
+func NewBuffer[T Scalar](q Queue, n int) (*Buffer[T], error) {
+	r := runtimeOf(q)
 	var zero T
 	if n < 0 || uint64(n) > ^uint64(0)/uint64(unsafe.Sizeof(zero)) {
 		return nil, bindingError(StatusInvalidArgument, "tf_alloc", "%d elements of %d bytes do not fit size_t", n, unsafe.Sizeof(zero))
@@ -180,10 +167,10 @@ func NewBuffer[T Scalar](r *Runtime, n int) (*Buffer[T], error) {
 	return &Buffer[T]{rt: r, ptr: p, n: n}, nil
 }
 
-// BufferFrom allocates a Buffer of len(src) elements through r and uploads
+// BufferFrom allocates a Buffer of len(src) elements through q and uploads
 // src into it.  On an upload error the memory is freed again.
-func BufferFrom[T Scalar](r *Runtime, src []T) (*Buffer[T], error) {
-	b, err := NewBuffer[T](r, len(src))
+func BufferFrom[T Scalar](q Queue, src []T) (*Buffer[T], error) {
+	b, err := NewBuffer[T](q, len(src))
 	if err != nil {
 		return nil, err
 	}
@@ -210,10 +197,17 @@ func (b *Buffer[T]) Upload(src []T) error {
 
 // Download copies the first len(dst) elements (at most Len) into dst.
 func (b *Buffer[T]) Download(dst []T) error {
+	if err := b.checkDownload(dst); err != nil {
+		return err
+	}
+	return Download(b.rt, dst, b.ptr)
+}
+
+func (b *Buffer[T]) checkDownload(dst []T) error {
 	if len(dst) > b.n {
 		return bindingError(StatusInvalidArgument, "tf_download", "%d elements are more than the buffer's %d", len(dst), b.n)
 	}
-	return Download(b.rt, dst, b.ptr)
+	return nil
 }
 
 // ToSlice downloads the whole buffer into a new slice.

@@ -1,8 +1,5 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"math"
 	"reflect"
@@ -18,9 +15,8 @@ type Module struct {
 	h *handle
 }
 
-func newModule(ptr *C.tf_module) *Module {
-	m := &Module{h: newHandle(unsafe.Pointer(ptr), "Module", "tf_module_release",
-		dropWith(func(p unsafe.Pointer) *C.tf_error_info { return C.go_tf_module_release((*C.tf_module)(p)) }))}
+func newModule(ptr unsafe.Pointer) *Module {
+	m := &Module{h: newHandle(ptr, "Module", "tf_module_release", moduleRelease)}
 	runtime.SetFinalizer(m, func(m *Module) { m.h.close() })
 	return m
 }
@@ -28,9 +24,12 @@ func newModule(ptr *C.tf_module) *Module {
 // LoadModule loads a PTX, CUBIN or fatbin image into the runtime's primary
 // context (tf_module_load).  PTX need not end with a NUL byte.
 func (r *Runtime) LoadModule(image []byte) (*Module, error) {
-	var ptr *C.tf_module
+	var ptr unsafe.Pointer
 	p, n := sliceBytes(image)
-	err := r.do("tf_module_load", func(rt *C.tf_runtime) *C.tf_error_info { return C.go_tf_module_load(rt, p, n, &ptr) })
+	err := r.do("tf_module_load", func(rt unsafe.Pointer) (err error) {
+		ptr, err = moduleLoad(rt, p, n)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +38,10 @@ func (r *Runtime) LoadModule(image []byte) (*Module, error) {
 
 // Clone returns a new reference to the same module (tf_module_retain).
 func (m *Module) Clone() (*Module, error) {
-	var ptr *C.tf_module
-	err := m.h.useC("tf_module_retain", func(p unsafe.Pointer) *C.tf_error_info {
-		ptr = (*C.tf_module)(p)
-		return C.go_tf_module_retain(ptr)
+	var ptr unsafe.Pointer
+	err := m.handle().use("tf_module_retain", func(p unsafe.Pointer) error {
+		ptr = p
+		return moduleRetain(p)
 	})
 	if err != nil {
 		return nil, err
@@ -53,8 +52,19 @@ func (m *Module) Clone() (*Module, error) {
 // Close releases this reference (tf_module_release); the last one unloads
 // the module, after which its Functions fail with StatusInvalidHandle.
 func (m *Module) Close() error {
+	if m == nil {
+		return errNotOpen("tf_module_release")
+	}
 	runtime.SetFinalizer(m, nil)
 	return m.h.close()
+}
+
+// handle is m's handle, nil for a nil Module.
+func (m *Module) handle() *handle {
+	if m == nil {
+		return nil
+	}
+	return m.h
 }
 
 // Function is a kernel of a Module.  It refers to its Module, so the
@@ -69,11 +79,10 @@ type Function struct {
 // Function finds a kernel by its name in the image: the plain name of an
 // extern "C" kernel, the mangled one of a C++ kernel (tf_module_function).
 func (m *Module) Function(name string) (*Function, error) {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
 	var fn unsafe.Pointer
-	err := m.h.useC("tf_module_function", func(p unsafe.Pointer) *C.tf_error_info {
-		return C.go_tf_module_function((*C.tf_module)(p), cname, &fn)
+	err := m.handle().use("tf_module_function", func(p unsafe.Pointer) (err error) {
+		fn, err = moduleFunction(p, name)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -100,8 +109,8 @@ func (f *Function) SetAttribute(attribute, value int) error {
 	if err != nil {
 		return err
 	}
-	return f.module.h.useC(op, func(p unsafe.Pointer) *C.tf_error_info {
-		return C.go_tf_function_set_attribute((*C.tf_module)(p), f.ptr, a, v)
+	return f.module.handle().use(op, func(p unsafe.Pointer) error {
+		return functionSetAttribute(p, f.ptr, a, v)
 	})
 }
 
@@ -131,20 +140,18 @@ func Blocks1D(n, threadsPerBlock int) LaunchConfig {
 	return LaunchConfig{Grid: Dim3{X: uint32(blocks)}, Block: Dim3{X: uint32(threadsPerBlock)}}
 }
 
-func orOne(v uint32) C.uint32_t {
+func orOne(v uint32) uint32 {
 	if v == 0 {
 		return 1
 	}
-	return C.uint32_t(v)
+	return v
 }
 
-func (c LaunchConfig) toC() C.tf_launch_config {
-	var l C.tf_launch_config
-	C.tf_launch_config_init(&l, C.size_t(unsafe.Sizeof(l)))
-	l.grid_x, l.grid_y, l.grid_z = orOne(c.Grid.X), orOne(c.Grid.Y), orOne(c.Grid.Z)
-	l.block_x, l.block_y, l.block_z = orOne(c.Block.X), orOne(c.Block.Y), orOne(c.Block.Z)
-	l.shared_memory_bytes = C.uint32_t(c.SharedMemoryBytes)
-	return l
+// withOnes is c with every zero dimension made 1.
+func (c LaunchConfig) withOnes() LaunchConfig {
+	c.Grid = Dim3{orOne(c.Grid.X), orOne(c.Grid.Y), orOne(c.Grid.Z)}
+	c.Block = Dim3{orOne(c.Block.X), orOne(c.Block.Y), orOne(c.Block.Z)}
+	return c
 }
 
 // Launch queues f on the current slot's stream (tf_kernel_launch) and
@@ -164,57 +171,50 @@ func (r *Runtime) Launch(f *Function, config LaunchConfig, args ...interface{}) 
 	if err != nil {
 		return err
 	}
-	defer params.free()
-	cfg := config.toC()
-	return useBoth(op, r.h, f.module.h, func(p, _ unsafe.Pointer) *C.tf_error_info {
-		return C.go_tf_kernel_launch((*C.tf_runtime)(p), f.ptr, &cfg, params.argv)
+	cfg := config.withOnes()
+	return useBoth(op, r.handle(), f.module.handle(), func(p, _ unsafe.Pointer) error {
+		return kernelLaunch(p, f.ptr, &cfg, params)
 	})
 }
 
-// cParams is kernelParams in C memory: cuLaunchKernel reads an array of
-// pointers to the values, which cgo forbids in Go memory.
-type cParams struct {
-	argv   *unsafe.Pointer // len(args) pointers into values
-	values unsafe.Pointer
+// paramLayout is where each kernel argument goes in one block of bytes
+// (C's layout: each value at its alignment), which the C side copies into
+// C memory: cuLaunchKernel reads an array of pointers to the values, which
+// cgo forbids in Go memory.
+type paramLayout struct {
+	values  []reflect.Value
+	offsets []uintptr
+	size    uintptr
 }
 
-func (p cParams) free() {
-	C.free(unsafe.Pointer(p.argv))
-	C.free(p.values)
-}
-
-func kernelParams(op string, args []interface{}) (cParams, error) {
-	if len(args) == 0 {
-		return cParams{}, nil
-	}
-	vals := make([]reflect.Value, len(args))
-	offsets := make([]uintptr, len(args))
-	size := uintptr(0)
+func kernelParams(op string, args []interface{}) (paramLayout, error) {
+	l := paramLayout{values: make([]reflect.Value, len(args)), offsets: make([]uintptr, len(args))}
 	for i, a := range args {
 		v := reflect.ValueOf(a)
 		if !v.IsValid() || !plainData(v.Type()) {
-			return cParams{}, bindingError(StatusInvalidArgument, op,
+			return paramLayout{}, bindingError(StatusInvalidArgument, op,
 				"kernel argument %d (%T) is not a fixed-size value without Go pointers", i, a)
 		}
 		align := uintptr(v.Type().Align())
-		size = (size + align - 1) / align * align
-		offsets[i], vals[i] = size, v
-		size += v.Type().Size()
+		l.size = (l.size + align - 1) / align * align
+		l.offsets[i], l.values[i] = l.size, v
+		l.size += v.Type().Size()
 	}
-	p := cParams{
-		argv:   (*unsafe.Pointer)(C.malloc(C.size_t(len(args)) * C.size_t(unsafe.Sizeof(unsafe.Pointer(nil))))),
-		values: C.malloc(C.size_t(size + 1)),
-	}
-	argv := unsafe.Slice(p.argv, len(args))
-	for i, v := range vals {
-		dst := unsafe.Add(p.values, offsets[i])
+	return l, nil
+}
+
+// copyTo writes the values into block (l.size bytes) and the address of
+// each into argv (one per value).
+func (l paramLayout) copyTo(block unsafe.Pointer, argv []unsafe.Pointer) {
+	for i, v := range l.values {
+		dst := unsafe.Add(block, l.offsets[i])
 		// Copy the value's bytes: an addressable copy gives their address.
 		tmp := reflect.New(v.Type())
 		tmp.Elem().Set(v)
-		copy(unsafe.Slice((*byte)(dst), v.Type().Size()), unsafe.Slice((*byte)(tmp.UnsafePointer()), v.Type().Size()))
+		n := v.Type().Size()
+		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(tmp.UnsafePointer()), n))
 		argv[i] = dst
 	}
-	return p, nil
 }
 
 // plainData reports whether values of t are fixed-size bytes a kernel can

@@ -1,8 +1,5 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"runtime"
 	"unsafe"
@@ -11,6 +8,12 @@ import (
 // Runtime is one reference to a tenferro-gpu runtime: a retained primary
 // context of one device and its stream slots.  Its methods may be called
 // from any goroutine, concurrently, and Close may race with them safely.
+//
+// The methods that queue or wait for work (transfers, Sync, Launch,
+// CublasEnqueue, RecordEvent, ...) use a stream slot.  Called on a Runtime
+// from NewRuntime or Clone they use the slot of the OS thread the goroutine
+// happens to run on, which Go may change between any two calls: give each
+// goroutine a Stream (NewStream) instead, whose calls always use its slot.
 //
 // Close releases the reference.  A Runtime that becomes unreachable without
 // Close is released by a finalizer, but teardown synchronizes the runtime's
@@ -35,62 +38,68 @@ type Options struct {
 	DownloadChunkBytes int
 }
 
-// Limits and defaults of Options, from the header.
+// Limits and defaults of Options, from the header this package was written
+// for (the cgo build's tests compare them with the header it is built with).
 const (
-	MaxStreamSlots            = int(C.TF_MAX_STREAM_SLOTS)
-	MaxRetirementCapacity     = int(C.TF_MAX_RETIREMENT_CAPACITY)
-	DefaultDownloadThreads    = int(C.TF_DEFAULT_DOWNLOAD_THREADS)
-	MaxDownloadThreads        = int(C.TF_MAX_DOWNLOAD_THREADS)
-	DefaultDownloadChunkBytes = int(C.TF_DEFAULT_DOWNLOAD_CHUNK_BYTES)
-	MinDownloadChunkBytes     = int(C.TF_MIN_DOWNLOAD_CHUNK_BYTES)
-	MaxDownloadChunkBytes     = int(C.TF_MAX_DOWNLOAD_CHUNK_BYTES)
+	MaxStreamSlots            = 256
+	MaxRetirementCapacity     = 1048576
+	DefaultDownloadThreads    = 12
+	MaxDownloadThreads        = 64
+	DefaultDownloadChunkBytes = 16 << 20
+	MinDownloadChunkBytes     = 64 << 10
+	MaxDownloadChunkBytes     = 256 << 20
+
+	defaultStreamSlots          = 8
+	defaultCublasWorkspaceBytes = 32 << 20
+	defaultRetirementCapacity   = 1024
 )
 
-// DefaultOptions returns the library's defaults (tf_runtime_options_init).
+// DefaultOptions returns the library's defaults (tf_runtime_options_init),
+// or the header's when the library is not available.
 func DefaultOptions() Options {
-	var o C.tf_runtime_options
-	C.tf_runtime_options_init(&o, C.size_t(unsafe.Sizeof(o)))
+	if o, ok := libraryDefaultOptions(); ok {
+		return o
+	}
 	return Options{
-		StreamSlots:          int(o.stream_slots),
-		CublasWorkspaceBytes: uint64(o.cublas_workspace_bytes),
-		RetirementCapacity:   int(o.retirement_capacity),
-		DownloadThreads:      int(o.download_threads),
-		DownloadChunkBytes:   int(o.download_chunk_bytes),
+		StreamSlots:          defaultStreamSlots,
+		CublasWorkspaceBytes: defaultCublasWorkspaceBytes,
+		RetirementCapacity:   defaultRetirementCapacity,
 	}
 }
 
-// toC fills a tf_runtime_options of this package's size.  The library
-// reads no more than struct_size bytes, so a newer library with a grown
-// struct keeps working (and an older one refuses fields it does not know
-// only when they are nonzero).
-func (o Options) toC(op string) (C.tf_runtime_options, error) {
-	var c C.tf_runtime_options
-	C.tf_runtime_options_init(&c, C.size_t(unsafe.Sizeof(c)))
+// optionValues are Options checked to fit tf_runtime_options' fields.
+type optionValues struct {
+	slots, retirement, threads, chunk uint32
+	workspace                         uint64
+}
+
+// check converts the fields for the C struct.  The library reads no more
+// than struct_size bytes, so a newer library with a grown struct keeps
+// working (and an older one refuses fields it does not know only when they
+// are nonzero).
+func (o Options) check(op string) (v optionValues, err error) {
 	for _, f := range []struct {
-		dst  *C.uint32_t
+		dst  *uint32
 		name string
 		v    int
 	}{
-		{&c.stream_slots, "stream_slots", o.StreamSlots},
-		{&c.retirement_capacity, "retirement_capacity", o.RetirementCapacity},
-		{&c.download_threads, "download_threads", o.DownloadThreads},
-		{&c.download_chunk_bytes, "download_chunk_bytes", o.DownloadChunkBytes},
+		{&v.slots, "stream_slots", o.StreamSlots},
+		{&v.retirement, "retirement_capacity", o.RetirementCapacity},
+		{&v.threads, "download_threads", o.DownloadThreads},
+		{&v.chunk, "download_chunk_bytes", o.DownloadChunkBytes},
 	} {
-		v, err := uint32Arg(op, f.name, f.v)
-		if err != nil {
-			return c, err
+		if *f.dst, err = uint32Arg(op, f.name, f.v); err != nil {
+			return v, err
 		}
-		*f.dst = v
 	}
-	c.cublas_workspace_bytes = C.uint64_t(o.CublasWorkspaceBytes)
-	return c, nil
+	v.workspace = o.CublasWorkspaceBytes
+	return v, nil
 }
 
 // newRuntime wraps a reference the caller owns; the finalizer releases it
 // unless Close did.
-func newRuntime(ptr *C.tf_runtime) *Runtime {
-	r := &Runtime{h: newHandle(unsafe.Pointer(ptr), "Runtime", "tf_runtime_release",
-		dropWith(func(p unsafe.Pointer) *C.tf_error_info { return C.go_tf_runtime_release((*C.tf_runtime)(p)) }))}
+func newRuntime(ptr unsafe.Pointer) *Runtime {
+	r := &Runtime{h: newHandle(ptr, "Runtime", "tf_runtime_release", runtimeRelease)}
 	runtime.SetFinalizer(r, (*Runtime).finalize)
 	return r
 }
@@ -106,8 +115,8 @@ func NewRuntime(ordinal int) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ptr *C.tf_runtime
-	if err := takeError(C.go_tf_runtime_new(o, &ptr)); err != nil {
+	ptr, err := runtimeNew(o, nil)
+	if err != nil {
 		return nil, err
 	}
 	return newRuntime(ptr), nil
@@ -121,12 +130,12 @@ func NewRuntimeWithOptions(ordinal int, options Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := options.toC(op)
+	v, err := options.check(op)
 	if err != nil {
 		return nil, err
 	}
-	var ptr *C.tf_runtime
-	if err := takeError(C.go_tf_runtime_new_with_options(o, &c, &ptr)); err != nil {
+	ptr, err := runtimeNew(o, &v)
+	if err != nil {
 		return nil, err
 	}
 	return newRuntime(ptr), nil
@@ -139,24 +148,33 @@ func NewRuntimeWithOptions(ordinal int, options Options) (*Runtime, error) {
 // when that call returns.  Calling Close again returns an error with
 // StatusInvalidHandle; it never releases twice.
 func (r *Runtime) Close() error {
-	err := r.h.close()
+	err := r.handle().close()
 	runtime.SetFinalizer(r, nil)
 	return err
 }
 
-// do runs one shim wrapper with the runtime's C pointer held for the
-// duration of the call (see handle).
-func (r *Runtime) do(op string, call func(*C.tf_runtime) *C.tf_error_info) error {
-	return r.h.useC(op, func(p unsafe.Pointer) *C.tf_error_info { return call((*C.tf_runtime)(p)) })
+// handle is r's handle, nil for a nil or zero Runtime (whose calls then
+// fail with StatusInvalidHandle).
+func (r *Runtime) handle() *handle {
+	if r == nil {
+		return nil
+	}
+	return r.h
+}
+
+// do runs one call with the runtime's C pointer held for its duration
+// (see handle).
+func (r *Runtime) do(op string, call func(rt unsafe.Pointer) error) error {
+	return r.handle().use(op, call)
 }
 
 // Clone returns a new reference to the same runtime (tf_runtime_retain):
 // same identity and state, closed independently.
 func (r *Runtime) Clone() (*Runtime, error) {
-	var ptr *C.tf_runtime
-	err := r.do("tf_runtime_retain", func(p *C.tf_runtime) *C.tf_error_info {
+	var ptr unsafe.Pointer
+	err := r.do("tf_runtime_retain", func(p unsafe.Pointer) error {
 		ptr = p
-		return C.go_tf_runtime_retain(p)
+		return runtimeRetain(p)
 	})
 	if err != nil {
 		return nil, err
@@ -166,7 +184,8 @@ func (r *Runtime) Clone() (*Runtime, error) {
 
 // BindSlot returns a reference to the same runtime whose calls always use
 // stream slot `slot`, from whatever OS thread the goroutine runs on
-// (tf_runtime_bind_slot).  Use it to give a goroutine a stable stream.
+// (tf_runtime_bind_slot).  NewStream returns the same kind of reference as
+// a Stream, which is what the rest of this package's documentation uses.
 // Binding a bound Runtime rebinds to `slot`.
 func (r *Runtime) BindSlot(slot int) (*Runtime, error) {
 	const op = "tf_runtime_bind_slot"
@@ -174,9 +193,10 @@ func (r *Runtime) BindSlot(slot int) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bound *C.tf_runtime
-	err = r.do(op, func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_bind_slot(p, s, &bound)
+	var bound unsafe.Pointer
+	err = r.do(op, func(p unsafe.Pointer) (err error) {
+		bound, err = runtimeBindSlot(p, s)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -185,37 +205,33 @@ func (r *Runtime) BindSlot(slot int) (*Runtime, error) {
 }
 
 // Identity is a number fresh for every NewRuntime and equal for every
-// Clone and BindSlot of it (tf_runtime_identity).
-func (r *Runtime) Identity() (uint64, error) {
-	var v C.uint64_t
-	err := r.do("tf_runtime_identity", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_identity(p, &v)
+// Clone, BindSlot and NewStream of it (tf_runtime_identity).
+func (r *Runtime) Identity() (v uint64, err error) {
+	err = r.do("tf_runtime_identity", func(p unsafe.Pointer) error {
+		v, err = runtimeIdentity(p)
+		return err
 	})
-	return uint64(v), err
+	return v, err
 }
 
 // AllocationDomain is the domain device memory made through this runtime
 // belongs to (tf_runtime_allocation_domain).
-func (r *Runtime) AllocationDomain() (uint64, error) {
-	var v C.uint64_t
-	err := r.do("tf_runtime_allocation_domain", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_allocation_domain(p, &v)
+func (r *Runtime) AllocationDomain() (v uint64, err error) {
+	err = r.do("tf_runtime_allocation_domain", func(p unsafe.Pointer) error {
+		v, err = runtimeAllocationDomain(p)
+		return err
 	})
-	return uint64(v), err
+	return v, err
 }
 
 // Device describes the runtime's device as read when it was created
 // (tf_runtime_device_info).
-func (r *Runtime) Device() (DeviceProperties, error) {
-	var d C.tf_device_properties
-	C.tf_device_properties_init(&d, C.size_t(unsafe.Sizeof(d)))
-	err := r.do("tf_runtime_device_info", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_device_info(p, &d)
+func (r *Runtime) Device() (d DeviceProperties, err error) {
+	err = r.do("tf_runtime_device_info", func(p unsafe.Pointer) error {
+		d, err = runtimeDeviceInfo(p)
+		return err
 	})
-	if err != nil {
-		return DeviceProperties{}, err
-	}
-	return devicePropertiesFromC(&d), nil
+	return d, err
 }
 
 // Capability is a feature Runtime.Supports answers for (enum tf_capability).
@@ -223,88 +239,89 @@ type Capability int32
 
 // Every capability the header defines.
 const (
-	CapNativeModules      = Capability(C.TF_CAP_NATIVE_MODULES)
-	CapRuntimeCompilation = Capability(C.TF_CAP_RUNTIME_COMPILATION)
-	CapRawStream          = Capability(C.TF_CAP_RAW_STREAM)
-	CapSameDeviceCopy     = Capability(C.TF_CAP_SAME_DEVICE_COPY)
-	CapPeerCopy           = Capability(C.TF_CAP_PEER_COPY)
-	CapCUBLAS             = Capability(C.TF_CAP_CUBLAS)
-	CapStreamOrderedAlloc = Capability(C.TF_CAP_STREAM_ORDERED_ALLOC)
+	CapNativeModules      Capability = 1
+	CapRuntimeCompilation Capability = 2
+	CapRawStream          Capability = 3
+	CapSameDeviceCopy     Capability = 4
+	CapPeerCopy           Capability = 5
+	CapCUBLAS             Capability = 6
+	CapStreamOrderedAlloc Capability = 7
 )
 
 // Supports reports whether the runtime supports c (tf_runtime_supports); a
 // capability the library does not know is answered with false.
-func (r *Runtime) Supports(c Capability) (bool, error) {
-	var v C.int32_t
-	err := r.do("tf_runtime_supports", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_supports(p, C.int32_t(c), &v)
+func (r *Runtime) Supports(c Capability) (ok bool, err error) {
+	err = r.do("tf_runtime_supports", func(p unsafe.Pointer) error {
+		ok, err = runtimeSupports(p, int32(c))
+		return err
 	})
-	return v != 0, err
+	return ok, err
 }
 
 // PrimaryContext returns the device's primary context (a CUcontext) that
 // the runtime retains (tf_runtime_primary_context).  It stays valid while
 // the runtime lives.  Prefer WithContext to making it current yourself.
-func (r *Runtime) PrimaryContext() (unsafe.Pointer, error) {
-	var v unsafe.Pointer
-	err := r.do("tf_runtime_primary_context", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_primary_context(p, &v)
+func (r *Runtime) PrimaryContext() (v unsafe.Pointer, err error) {
+	err = r.do("tf_runtime_primary_context", func(p unsafe.Pointer) error {
+		v, err = runtimePrimaryContext(p)
+		return err
 	})
 	return v, err
 }
 
 // SlotCount returns the number of stream slots (tf_runtime_slot_count).
 func (r *Runtime) SlotCount() (int, error) {
-	var v C.int32_t
-	err := r.do("tf_runtime_slot_count", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_slot_count(p, &v)
+	var v int32
+	err := r.do("tf_runtime_slot_count", func(p unsafe.Pointer) (err error) {
+		v, err = runtimeSlotCount(p)
+		return err
 	})
 	return int(v), err
 }
 
 // CurrentSlot returns the stream slot a call made now would use
-// (tf_runtime_current_slot): the bound slot of a BindSlot Runtime, else the
-// slot of the OS thread the goroutine happens to run on, which can change
-// at the next call.
+// (tf_runtime_current_slot): the bound slot of a Stream or BindSlot
+// Runtime, else the slot of the OS thread the goroutine happens to run on,
+// which can change at the next call.
 func (r *Runtime) CurrentSlot() (int, error) {
-	var v C.int32_t
-	err := r.do("tf_runtime_current_slot", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_current_slot(p, &v)
+	var v int32
+	err := r.do("tf_runtime_current_slot", func(p unsafe.Pointer) (err error) {
+		v, err = runtimeCurrentSlot(p)
+		return err
 	})
 	return int(v), err
 }
 
 // Stream returns the current slot's CUstream, created on first use
-// (tf_runtime_stream).  Without BindSlot the slot follows the OS thread, so
-// two calls from one goroutine may return different streams.
-func (r *Runtime) Stream() (unsafe.Pointer, error) {
-	var v unsafe.Pointer
-	err := r.do("tf_runtime_stream", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_stream(p, &v)
+// (tf_runtime_stream).  Without a Stream or BindSlot the slot follows the
+// OS thread, so two calls from one goroutine may return different streams.
+func (r *Runtime) Stream() (v unsafe.Pointer, err error) {
+	err = r.do("tf_runtime_stream", func(p unsafe.Pointer) error {
+		v, err = runtimeStream(p)
+		return err
 	})
 	return v, err
 }
 
 // SlotStream returns the CUstream of slot `slot`, created on first use
 // (tf_runtime_slot_stream).
-func (r *Runtime) SlotStream(slot int) (unsafe.Pointer, error) {
+func (r *Runtime) SlotStream(slot int) (v unsafe.Pointer, err error) {
 	const op = "tf_runtime_slot_stream"
 	s, err := int32Arg(op, "slot", slot)
 	if err != nil {
 		return nil, err
 	}
-	var v unsafe.Pointer
-	err = r.do(op, func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_slot_stream(p, s, &v)
+	err = r.do(op, func(p unsafe.Pointer) error {
+		v, err = runtimeSlotStream(p, s)
+		return err
 	})
 	return v, err
 }
 
 // Sync waits for the work queued on the current slot's stream, then runs
-// the workspace retirements the device has passed (tf_runtime_sync).  Use a
-// BindSlot Runtime to wait for the slot the goroutine's work went to.
+// the workspace retirements the device has passed (tf_runtime_sync).  Call
+// it on a Stream to wait for the slot the goroutine's work went to;
+// SyncContext stops waiting when a context is done.
 func (r *Runtime) Sync() error {
-	return r.do("tf_runtime_sync", func(p *C.tf_runtime) *C.tf_error_info {
-		return C.go_tf_runtime_sync(p)
-	})
+	return r.do("tf_runtime_sync", runtimeSync)
 }

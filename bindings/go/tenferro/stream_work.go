@@ -1,12 +1,8 @@
 package tenferro
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"os"
-	"runtime/cgo"
 	"unsafe"
 )
 
@@ -20,7 +16,7 @@ func (r *Runtime) SlotWait(otherSlot int) error {
 	if err != nil {
 		return err
 	}
-	return r.do(op, func(p *C.tf_runtime) *C.tf_error_info { return C.go_tf_slot_wait(p, s) })
+	return r.do(op, func(p unsafe.Pointer) error { return slotWait(p, s) })
 }
 
 // Retire runs release once the device has finished the work queued on the
@@ -41,19 +37,11 @@ func (r *Runtime) Retire(release func()) error {
 	if release == nil {
 		return bindingError(StatusInvalidArgument, op, "release is nil")
 	}
-	h := cgo.NewHandle(release)
-	err := r.do(op, func(p *C.tf_runtime) *C.tf_error_info { return C.go_tf_workspace_retire(p, C.uintptr_t(h)) })
-	if err != nil {
-		h.Delete() // the library will never call it
-	}
-	return err
+	return r.do(op, func(p unsafe.Pointer) error { return workspaceRetire(p, release) })
 }
 
-//export tfgoRunRelease
-func tfgoRunRelease(h C.uintptr_t) {
-	handle := cgo.Handle(h)
-	release := handle.Value().(func())
-	handle.Delete() // called exactly once
+// runRelease runs a Retire release function for the library.
+func runRelease(release func()) {
 	defer func() {
 		// A panic must not unwind through the library's C frames.
 		if v := recover(); v != nil {
@@ -66,7 +54,7 @@ func tfgoRunRelease(h C.uintptr_t) {
 // PollRetirements runs the releases of every retirement the device has
 // passed, on all slots, without waiting (tf_workspace_poll).
 func (r *Runtime) PollRetirements() error {
-	return r.do("tf_workspace_poll", func(p *C.tf_runtime) *C.tf_error_info { return C.go_tf_workspace_poll(p) })
+	return r.do("tf_workspace_poll", workspacePoll)
 }
 
 // RetirementStats are a runtime's retirement counters (tf_retirement_stats).
@@ -86,19 +74,10 @@ type RetirementStats struct {
 
 // RetirementStats returns a consistent snapshot of the counters
 // (tf_workspace_stats).
-func (r *Runtime) RetirementStats() (RetirementStats, error) {
-	var s C.tf_retirement_stats
-	C.tf_retirement_stats_init(&s, C.size_t(unsafe.Sizeof(s)))
-	if err := r.do("tf_workspace_stats", func(p *C.tf_runtime) *C.tf_error_info { return C.go_tf_workspace_stats(p, &s) }); err != nil {
-		return RetirementStats{}, err
-	}
-	return RetirementStats{
-		Capacity:         int(s.capacity),
-		Deferred:         uint64(s.deferred),
-		Released:         uint64(s.released),
-		BarrierFallbacks: uint64(s.barrier_fallbacks),
-		Leaked:           uint64(s.leaked),
-		InFlight:         uint64(s.in_flight),
-		MaxInFlight:      uint64(s.max_in_flight),
-	}, nil
+func (r *Runtime) RetirementStats() (s RetirementStats, err error) {
+	err = r.do("tf_workspace_stats", func(p unsafe.Pointer) error {
+		s, err = workspaceStats(p)
+		return err
+	})
+	return s, err
 }

@@ -26,17 +26,17 @@ func main() {
 
 func run() error {
 	if !tenferro.GPUAvailable() {
-		return errors.New("no usable CUDA device")
+		return errors.New("no usable CUDA device") // or no libtenferro_gpu.so.1: see examples/gpuinfo
 	}
 	rt, err := tenferro.NewRuntime(0)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	// A goroutine may run on any OS thread between two calls: a bound
-	// Runtime keeps all of its work on one stream slot, so the upload, the
-	// GEMM and the download below are ordered on one stream.
-	worker, err := rt.BindSlot(0)
+	// A goroutine may run on any OS thread between two calls: a Stream
+	// keeps all of its work on one stream slot, so the uploads, the GEMM
+	// and the downloads below are ordered on one CUDA stream.
+	worker, err := rt.NewStream(0)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	got, err := dc.ToSlice() // waits for the GEMM: same slot
+	got, err := dc.ToSlice() // waits for the GEMM: same Stream
 	if err != nil {
 		return err
 	}

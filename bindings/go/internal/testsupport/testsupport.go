@@ -19,6 +19,7 @@ package testsupport
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 // RTLD_NOLOAD first: the libcuda.so.1 the library already loaded, whatever
 // folder it came from; else load it the way the library does.
@@ -66,6 +67,24 @@ static void ts_void_of_ptr(void *fn, void *p) { ((void (*)(void *))fn)(p); }
 static void ts_void_of_int(void *fn, int v) { ((void (*)(int))fn)(v); }
 static int ts_device_rw(void *fn, uint64_t dptr, void *host, size_t n) {
     return ((int (*)(uint64_t, void *, size_t))fn)(dptr, host, n);
+}
+static void ts_void_of_ulong(void *fn, unsigned long v) { ((void (*)(unsigned long))fn)(v); }
+static unsigned long ts_ulong_of_ptr(void *fn, void *p) { return ((unsigned long (*)(void *))fn)(p); }
+static unsigned long ts_step(void *fn, void *stream, unsigned long n) {
+    return ((unsigned long (*)(void *, unsigned long))fn)(stream, n);
+}
+
+// A gate: a host function queued on a stream that keeps the stream from
+// going past it until the test opens it (at most 60 s, so that a test that
+// fails before opening it cannot hang the process).
+static void ts_gate_wait(void *flag) {
+    for (int i = 0; i < 600000 && !__atomic_load_n((int *)flag, __ATOMIC_ACQUIRE); i++) usleep(100);
+}
+static int *ts_gate_new(void) { return calloc(1, sizeof(int)); }
+static void ts_gate_open(int *flag) { __atomic_store_n(flag, 1, __ATOMIC_RELEASE); }
+// cuLaunchHostFunc(CUstream, CUhostFn, void *)
+static int ts_gate_launch(void *fn, void *stream, int *flag) {
+    return ((int (*)(void *, void (*)(void *), void *))fn)(stream, ts_gate_wait, flag);
 }
 */
 import "C"
@@ -135,7 +154,26 @@ var (
 	cuDeviceGet     = realEntry{name: "cuDeviceGet", version: 2000}
 	cuCtxCreate     = realEntry{name: "cuCtxCreate", version: 12050}
 	cuCtxDestroy    = realEntry{name: "cuCtxDestroy", version: 4000}
+	cuLaunchHost    = realEntry{name: "cuLaunchHostFunc", version: 10000}
 )
+
+// Gate holds back a stream: work queued on it after the gate waits until
+// Open, on a GPU as on the double.  Queue it with the primary context
+// current (from inside StreamEnqueue, with the stream it gives).
+type Gate struct{ flag *C.int }
+
+// NewGate makes a closed gate.  Its flag is never freed: the host
+// function may read it until the stream passes it.
+func NewGate() *Gate { return &Gate{flag: C.ts_gate_new()} }
+
+// Enqueue queues the gate on stream (cuLaunchHostFunc) and returns the
+// CUresult.
+func (g *Gate) Enqueue(stream unsafe.Pointer) int {
+	return int(C.ts_gate_launch(cuLaunchHost.get(), stream, g.flag))
+}
+
+// Open lets the stream go on; opening twice is harmless.
+func (g *Gate) Open() { C.ts_gate_open(g.flag) }
 
 // Check says whether CurrentContext and SetCurrentContext work in this
 // process: nil with the double or with a real driver whose entry points
@@ -291,6 +329,42 @@ func (d *Double) SetAsyncPending(on bool) {
 
 // CompleteAll completes every pending event (tfd_complete_all).
 func (d *Double) CompleteAll() { C.ts_void(d.call("tfd_complete_all")) }
+
+// Execution modes of the double (enum tfd_execution).
+const (
+	ExecSync       = 0
+	ExecDeferred   = 1
+	ExecBackground = 2
+)
+
+// SetExecution switches the double's execution mode (tfd_set_execution);
+// Reset restores ExecDeferred.
+func (d *Double) SetExecution(mode int) { C.ts_void_of_int(d.call("tfd_set_execution"), C.int(mode)) }
+
+// SetBackgroundDelay sets how old an op must be before ExecBackground's
+// thread runs it (tfd_set_background_delay_us).
+func (d *Double) SetBackgroundDelay(microseconds uint64) {
+	C.ts_void_of_ulong(d.call("tfd_set_background_delay_us"), C.ulong(microseconds))
+}
+
+// SetQueryProgress makes each cuEventQuery / cuStreamQuery first run up to
+// ops queued ops (tfd_set_query_progress); Reset restores 0.
+func (d *Double) SetQueryProgress(ops uint64) {
+	C.ts_void_of_ulong(d.call("tfd_set_query_progress"), C.ulong(ops))
+}
+
+// Pending counts the ops queued on stream and not run yet (tfd_pending).
+func (d *Double) Pending(stream unsafe.Pointer) uint64 {
+	return uint64(C.ts_ulong_of_ptr(d.call("tfd_pending"), stream))
+}
+
+// Step runs up to ops queued ops of stream (tfd_step) and returns how many ran.
+func (d *Double) Step(stream unsafe.Pointer, ops uint64) uint64 {
+	return uint64(C.ts_step(d.call("tfd_step"), stream, C.ulong(ops)))
+}
+
+// DrainAll runs every queued op of every stream (tfd_drain_all).
+func (d *Double) DrainAll() { C.ts_void(d.call("tfd_drain_all")) }
 
 // DeviceWrite writes device memory directly (tfd_device_write); false if
 // the range is not inside one live allocation.
