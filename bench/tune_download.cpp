@@ -1,5 +1,5 @@
 // Sweeps the internal plan of bulk downloads into pageable memory (the
-// constants of src/download_plan.h and the header's download defaults) on a
+// constants of src/transfer/download_plan.h and the header's download defaults) on a
 // GPU machine, against the driver's own pageable path, in one process.
 // Linked with the library's objects, not the shared library: the plan is not
 // reachable through the public API.  tools/tuning/pick_download_defaults.py reads
@@ -42,12 +42,12 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "copy_pool.h"
-#include "download_plan.h"
-#include "fresh_pages.h"
-#include "runtime_handle.h"
-#include "staged_download.h"
-#include "transfer_slot.h"
+#include "transfer/copy_pool.h"
+#include "transfer/download_plan.h"
+#include "transfer/fresh_pages.h"
+#include "runtime/runtime_handle.h"
+#include "transfer/staged_download.h"
+#include "transfer/transfer_slot.h"
 
 namespace {
 

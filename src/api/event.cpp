@@ -1,0 +1,113 @@
+// Explicit cross-slot ordering: tf_event.
+#include <memory>
+
+#include "api/runtime_call.h"
+#include "api/slot_work.h"
+#include "driver/cuda_status.h"
+#include "runtime/shared_object.h"
+
+struct tf_event {
+    tf::SharedObject base;
+    CUevent event = nullptr;
+};
+
+namespace {
+
+constexpr uint64_t kLiveEvent = 0x74665f65766e7431ull;  // "tf_evnt1"
+constexpr char kWhat[] = "event";
+
+template <class Body>
+tf_status event_call(const char *op, tf_event *ev, Body &&body) {
+    return tf::object_call(op, ev ? &ev->base : nullptr, kLiveEvent, kWhat, body);
+}
+
+}  // namespace
+
+extern "C" {
+
+TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out) {
+    static const char op[] = "tf_event_new";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
+        std::unique_ptr<tf_event> ev(new tf_event);
+        tf::ContextScope scope;
+        tf_status st = scope.enter(state.api(), state.context(), op);
+        if (st != TF_OK) return st;
+        st = TF_CU(state.api(), op, cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
+        if (st != TF_OK) return st;
+        ev->base.state = rt->state;
+        ev->base.magic.store(kLiveEvent, std::memory_order_release);
+        *out = ev.release();
+        return TF_OK;
+    });
+}
+
+TF_API tf_status tf_event_retain(tf_event *event) {
+    return tf::retain_shared("tf_event_retain", event ? &event->base : nullptr, kLiveEvent, kWhat);
+}
+
+TF_API tf_status tf_event_release(tf_event *event) {
+    return tf::release_shared("tf_event_release", event, kLiveEvent, kWhat, "cuEventDestroy",
+                              [](const tf::DriverApi &api, const tf_event &e) {
+                                  return api.cuEventDestroy ? api.cuEventDestroy(e.event)
+                                                            : CUDA_ERROR_NOT_FOUND;
+                              });
+}
+
+TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
+    static const char op[] = "tf_event_record";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
+        if (st != TF_OK) return st;
+        if (event->base.state->context() != state.context())
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+                           "the event belongs to device %d, the runtime to device %d; record "
+                           "it with a runtime of its own device",
+                           static_cast<int>(event->base.state->info().ordinal),
+                           static_cast<int>(state.info().ordinal));
+        return tf::with_slot_stream(op, state, tf::handle_slot(rt), [&](CUstream stream) {
+            return TF_CU(state.api(), op, cuEventRecord, event->event, stream);
+        });
+    });
+}
+
+TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event) {
+    static const char op[] = "tf_event_wait";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
+        if (st != TF_OK) return st;
+        return tf::with_slot_stream(op, state, tf::handle_slot(rt), [&](CUstream stream) {
+            return TF_CU(state.api(), op, cuStreamWaitEvent, stream, event->event,
+                         CU_EVENT_WAIT_DEFAULT);
+        });
+    });
+}
+
+TF_API tf_status tf_event_synchronize(tf_event *event) {
+    static const char op[] = "tf_event_synchronize";
+    return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
+        tf::ContextScope scope;
+        tf_status st = scope.enter(state.api(), state.context(), op);
+        if (st != TF_OK) return st;
+        return TF_CU(state.api(), op, cuEventSynchronize, event->event);
+    });
+}
+
+TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done) {
+    static const char op[] = "tf_event_query";
+    return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out_done) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_done is NULL");
+        const tf::DriverApi &api = state.api();
+        if (!api.cuEventQuery) return tf::fail_missing(op, "cuEventQuery");
+        tf::ContextScope scope;
+        tf_status st = scope.enter(api, state.context(), op);
+        if (st != TF_OK) return st;
+        CUresult r = api.cuEventQuery(event->event);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+            return tf::fail_cuda(api, op, "cuEventQuery", r);
+        *out_done = r == CUDA_SUCCESS ? 1 : 0;
+        return TF_OK;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+// Public device memory calls: tf_alloc, tf_free.
+#include "api/runtime_call.h"
+#include "driver/cuda_status.h"
+#include "runtime/memory_pools.h"
+#include "transfer/device_range.h"
+#include "transfer/transfer_common.h"
+
+extern "C" {
+
+TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
+    static const char op[] = "tf_alloc";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out_ptr) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_ptr is NULL");
+        if (bytes == 0) {
+            *out_ptr = 0;
+            return TF_OK;
+        }
+        tf::ContextScope scope;
+        int slot = 0;
+        CUstream stream = nullptr;
+        tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        bool pools = false;
+        if (st == TF_OK) st = tf::memory_pools_supported(state, op, &pools);
+        if (st != TF_OK) return st;
+        const tf::DriverApi &api = state.api();
+        CUdeviceptr p = 0;
+        st = pools ? TF_CU(api, op, cuMemAllocAsync, &p, bytes, stream)
+                   : TF_CU(api, op, cuMemAlloc, &p, bytes);
+        if (st == TF_OK) *out_ptr = p;
+        return st;
+    });
+}
+
+TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
+    static const char op[] = "tf_free";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (ptr == 0) return TF_OK;
+        tf::ContextScope scope;
+        int slot = 0;
+        CUstream stream = nullptr;
+        tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        if (st == TF_OK) st = tf::check_device_range(state, op, "ptr", ptr, 0);
+        bool pools = false;
+        if (st == TF_OK) st = tf::memory_pools_supported(state, op, &pools);
+        if (st != TF_OK) return st;
+        // Whether ptr starts its allocation is the driver's to say: it alone
+        // knows how a pool carves its memory.
+        const tf::DriverApi &api = state.api();
+        const char *call = pools ? "cuMemFreeAsync" : "cuMemFree";
+        if (pools ? !api.cuMemFreeAsync : !api.cuMemFree) return tf::fail_missing(op, call);
+        CUresult r = pools ? api.cuMemFreeAsync(ptr, stream) : api.cuMemFree(ptr);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            return tf::fail(TF_ERROR_INVALID_ARGUMENT, op, call, TF_CODE_CUDA, r,
+                            "ptr 0x%llx is not the start of an allocation (%s answered "
+                            "CUDA_ERROR_INVALID_VALUE)",
+                            static_cast<unsigned long long>(ptr), call);
+        return tf::check_cuda(api, op, call, r);
+    });
+}
+
+}  // extern "C"

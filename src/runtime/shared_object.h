@@ -1,0 +1,99 @@
+// Reference-counted objects that belong to one runtime (tf_event, tf_module).
+//
+// Each holds a reference to its runtime's state, so the runtime (and its
+// primary context) outlives it; its driver object is destroyed at its last
+// release, with that context current.  A magic number tells live objects from
+// foreign pointers; after the last release the memory is freed, so a use
+// after release is the caller's undefined behaviour (documented).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "api/guard.h"
+#include "runtime/runtime_state.h"
+
+namespace tf {
+
+struct SharedObject {
+    std::atomic<uint64_t> magic{0};
+    std::atomic<uint32_t> refs{1};
+    std::shared_ptr<RuntimeState> state;
+};
+
+// NULL or not a live object of kind `live` -> TF_ERROR_INVALID_ARGUMENT.
+tf_status check_object(const char *op, const SharedObject *o, uint64_t live, const char *what);
+
+// Drops a reference to a checked object; true when it was the last one (the
+// object is then marked dead and its owner destroys it).
+bool drop_reference(SharedObject *o);
+
+// At an object's last release: runs destroy() (which returns a CUresult)
+// with the state's context current and logs a failure.  In a forked child
+// or after a sticky fault nothing is called and the object leaks quietly.
+// The thread's last error is left as it was.
+template <class Destroy>
+void destroy_in_context(RuntimeState &state, const char *op, const char *call, Destroy destroy);
+
+// tf_*_retain of an object of kind `live`.
+tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what);
+
+// tf_*_release of `obj` (a struct whose first member `base` is its
+// SharedObject): NULL is a no-op; the last reference runs
+// destroy(api, *obj) -> CUresult through destroy_in_context, frees the
+// object, then drops its runtime reference (which may tear the runtime down).
+template <class T, class Destroy>
+tf_status release_shared(const char *op, T *obj, uint64_t live, const char *what,
+                         const char *call, Destroy destroy);
+
+// The frame of calls on an object: checked, its runtime usable, a sticky
+// fault the body reports remembered by the runtime.
+template <class Body>
+tf_status object_call(const char *op, SharedObject *o, uint64_t live, const char *what,
+                      Body &&body) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, o, live, what);
+        if (st != TF_OK) return st;
+        RuntimeState &state = *o->state;
+        if ((st = state.check_usable(op)) != TF_OK) return st;
+        st = body(state);
+        if (st == TF_ERROR_DEVICE_FAULT) state.note_fault();
+        return st;
+    });
+}
+
+// Shared by destroy_in_context's instantiations: enters the context (false
+// if it should not or cannot be) and logs a failed destroy.
+bool enter_for_destroy(RuntimeState &state, const char *op, class ContextScope *scope);
+void log_destroy_failure(RuntimeState &state, const char *op, const char *call, CUresult r);
+
+}  // namespace tf
+
+#include "driver/context_scope.h"
+#include "util/error.h"
+
+template <class T, class Destroy>
+tf_status tf::release_shared(const char *op, T *obj, uint64_t live, const char *what,
+                             const char *call, Destroy destroy) {
+    if (!obj) return TF_OK;
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, &obj->base, live, what);
+        if (st != TF_OK || !drop_reference(&obj->base)) return st;
+        std::unique_ptr<T> dead(obj);
+        std::shared_ptr<RuntimeState> state = std::move(dead->base.state);
+        destroy_in_context(*state, op, call, [&] { return destroy(state->api(), *dead); });
+        return TF_OK;  // `state` goes last
+    });
+}
+
+template <class Destroy>
+void tf::destroy_in_context(RuntimeState &state, const char *op, const char *call,
+                            Destroy destroy) {
+    KeepLastError keep;  // a destroy's failure is logged, never the caller's
+    ContextScope scope;
+    if (enter_for_destroy(state, op, &scope)) {
+        CUresult r = destroy();
+        if (r != CUDA_SUCCESS) log_destroy_failure(state, op, call, r);
+    }
+}
