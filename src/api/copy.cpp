@@ -1,8 +1,8 @@
 // Public copies that need no staging: tf_upload, tf_copy.
 #include "api/runtime_call.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "transfer/device_range.h"
-#include "transfer/transfer_common.h"
 
 extern "C" {
 

@@ -3,9 +3,9 @@
 
 #include "api/runtime_call.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "transfer/device_range.h"
 #include "transfer/staged_download.h"
-#include "transfer/transfer_common.h"
 
 namespace {
 

@@ -1,15 +1,11 @@
 // Explicit cross-slot ordering: tf_event.
 #include <memory>
 
+#include "api/object_call.h"
 #include "api/runtime_call.h"
 #include "api/slot_work.h"
 #include "driver/cuda_status.h"
-#include "runtime/shared_object.h"
-
-struct tf_event {
-    tf::SharedObject base;
-    CUevent event = nullptr;
-};
+#include "runtime/event.h"
 
 namespace {
 

@@ -1,9 +1,9 @@
 // Public device memory calls: tf_alloc, tf_free.
 #include "api/runtime_call.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "runtime/memory_pools.h"
 #include "transfer/device_range.h"
-#include "transfer/transfer_common.h"
 
 extern "C" {
 

@@ -4,16 +4,12 @@
 #include <memory>
 #include <string>
 
+#include "api/object_call.h"
 #include "api/runtime_call.h"
 #include "api/slot_work.h"
 #include "driver/cuda_status.h"
-#include "runtime/shared_object.h"
+#include "runtime/module.h"
 #include "util/struct_io.h"
-
-struct tf_module {
-    tf::SharedObject base;
-    CUmodule module = nullptr;
-};
 
 namespace {
 

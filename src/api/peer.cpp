@@ -2,8 +2,8 @@
 // tf_peer_copy.
 #include "api/runtime_call.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "transfer/device_range.h"
-#include "transfer/transfer_common.h"
 #include "util/log.h"
 
 namespace {

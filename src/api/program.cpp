@@ -8,13 +8,9 @@
 
 #include "api/runtime_call.h"
 #include "driver/nvrtc_library.h"
+#include "runtime/program.h"
 #include "util/log.h"
 #include "util/struct_io.h"
-
-struct tf_program {
-    std::string log;
-    std::vector<char> image;  // empty when the source did not compile
-};
 
 namespace {
 

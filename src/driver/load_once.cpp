@@ -7,6 +7,14 @@ namespace tf {
 namespace {
 
 LoadOnce g_loads[static_cast<int>(Loaded::count)];
+pthread_once_t g_fork_hook_once = PTHREAD_ONCE_INIT;
+
+// Fork child handler (util/fork_guard.h): every load's lock is new.
+void loads_after_fork_child() {
+    for (LoadOnce &once : g_loads) once.after_fork_child();
+}
+
+void add_fork_hook() { add_fork_child_hook(loads_after_fork_child); }
 
 // Unlocks on every exit; a load that throws leaves the phase idle, so the
 // next call tries again.
@@ -18,7 +26,7 @@ struct Unlock {
 }  // namespace
 
 bool LoadOnce::run_slow(void (*load)(void *), void *arg) {
-    install_fork_handler();  // before the lock can first be held
+    pthread_once(&g_fork_hook_once, add_fork_hook);  // before the lock can first be held
     pthread_mutex_lock(&lock_);
     Unlock unlock{&lock_};
     int phase = phase_.load(std::memory_order_relaxed);
@@ -45,10 +53,6 @@ void LoadOnce::after_fork_child() {
 }
 
 LoadOnce &load_once(Loaded which) { return g_loads[static_cast<int>(which)]; }
-
-void loads_after_fork_child() {
-    for (LoadOnce &once : g_loads) once.after_fork_child();
-}
 
 tf_status fail_lost_load(const char *op, const char *what) {
     return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,

@@ -56,7 +56,6 @@ private:
 // The process-wide loads, re-initialised together in a forked child.
 enum class Loaded { driver, cublas, nvrtc, count };
 LoadOnce &load_once(Loaded which);
-void loads_after_fork_child();
 
 // Records TF_ERROR_RUNTIME_STATE for `op`: `what` ("the CUDA driver") was
 // being loaded by another thread when this process was forked.

@@ -15,9 +15,17 @@ constexpr size_t kQuarantine = 4096;
 pthread_mutex_t g_quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
 tf_runtime *g_quarantine[kQuarantine];
 size_t g_quarantine_next = 0;
+pthread_once_t g_fork_hook_once = PTHREAD_ONCE_INIT;
+
+// Fork child handler (util/fork_guard.h): a new quarantine lock.  A thread
+// that held it does not exist here; at worst one dead shell of its update
+// stays unfreed.
+void quarantine_after_fork_child() { pthread_mutex_init(&g_quarantine_lock, nullptr); }
+
+void add_fork_hook() { add_fork_child_hook(quarantine_after_fork_child); }
 
 void quarantine(tf_runtime *rt) {
-    install_fork_handler();  // before the quarantine lock can first be held
+    pthread_once(&g_fork_hook_once, add_fork_hook);  // before the lock can first be held
     pthread_mutex_lock(&g_quarantine_lock);
     tf_runtime *evicted = g_quarantine[g_quarantine_next];
     g_quarantine[g_quarantine_next] = rt;
@@ -39,12 +47,6 @@ __attribute__((destructor)) void free_quarantine() {
 }
 
 }  // namespace
-
-void quarantine_after_fork_child() {
-    // A thread that held it does not exist here; at worst one dead shell of
-    // its update stays unfreed.
-    pthread_mutex_init(&g_quarantine_lock, nullptr);
-}
 
 tf_runtime *make_handle(std::shared_ptr<RuntimeState> state, int32_t bound_slot) {
     tf_runtime *rt = new tf_runtime;

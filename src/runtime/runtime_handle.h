@@ -48,9 +48,6 @@ inline tf_status check_handle(const char *op, const tf_runtime *rt) {
 // reference (which may tear the runtime down on this thread).
 void release_handle(tf_runtime *rt);
 
-// Fork child handler (util/fork_guard.h): a new quarantine lock.
-void quarantine_after_fork_child();
-
 // The stream slot calls through `rt` use on this thread.
 inline int handle_slot(const tf_runtime *rt) {
     return rt->bound_slot >= 0 ? rt->bound_slot : rt->state->slot_for_thread();

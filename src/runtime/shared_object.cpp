@@ -14,14 +14,6 @@ tf_status check_object(const char *op, const SharedObject *o, uint64_t live, con
     return TF_OK;
 }
 
-tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what) {
-    return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(op, o, live, what);
-        if (st == TF_OK) o->refs.fetch_add(1, std::memory_order_relaxed);
-        return st;
-    });
-}
-
 bool drop_reference(SharedObject *o) {
     if (o->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
     o->magic.store(kDeadHandle, std::memory_order_release);

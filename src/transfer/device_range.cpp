@@ -108,4 +108,13 @@ tf_status check_device_range(const RuntimeState &owner, const char *op, const ch
     return TF_OK;
 }
 
+tf_status check_no_overlap(const char *op, uint64_t src, uint64_t dst, size_t len) {
+    if ((src < dst ? dst - src : src - dst) >= len) return TF_OK;
+    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+                   "src 0x%llx and dst 0x%llx overlap (%zu bytes each); the device copies "
+                   "do not allow that",
+                   static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
+                   len);
+}
+
 }  // namespace tf

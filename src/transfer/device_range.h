@@ -19,4 +19,7 @@ namespace tf {
 tf_status check_device_range(const RuntimeState &owner, const char *op, const char *name,
                              uint64_t ptr, size_t len);
 
+// Device copies whose ranges overlap are undefined: TF_ERROR_INVALID_ARGUMENT.
+tf_status check_no_overlap(const char *op, uint64_t src, uint64_t dst, size_t len);
+
 }  // namespace tf

@@ -13,8 +13,6 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "api/guard.h"
-#include "util/error.h"
 #include "util/fork_guard.h"
 #include "util/unwind.h"
 
@@ -26,16 +24,24 @@ pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
 tf_log_fn g_fn = nullptr;
 void *g_user_data = nullptr;
 thread_local bool t_in_callback = false;
+pthread_once_t g_fork_hook_once = PTHREAD_ONCE_INIT;
 
-}  // namespace
-
+// Fork child handler (util/fork_guard.h): a new log lock, held shared again
+// if this thread forked from inside a log callback.
 void log_after_fork_child() {
     pthread_rwlock_init(&g_lock, nullptr);
     if (t_in_callback) pthread_rwlock_rdlock(&g_lock);  // fork() inside a log callback
 }
 
+void add_fork_hook() { add_fork_child_hook(log_after_fork_child); }
+
+// Before the log lock can first be held.
+void guard_lock_against_fork() { pthread_once(&g_fork_hook_once, add_fork_hook); }
+
+}  // namespace
+
 void log(int32_t level, const char *fmt, ...) {
-    install_fork_handler();  // before the log lock can first be held
+    guard_lock_against_fork();
     char line[1024];
     va_list args;
     va_start(args, fmt);
@@ -62,19 +68,14 @@ void log(int32_t level, const char *fmt, ...) {
     pthread_rwlock_unlock(&g_lock);
 }
 
-}  // namespace tf
-
-extern "C" TF_API tf_status tf_set_log_callback(tf_log_fn fn, void *user_data) {
-    static const char op[] = "tf_set_log_callback";
-    return tf::guarded(op, [&]() -> tf_status {
-        if (tf::t_in_callback)
-            return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
-                           "called from inside a log callback, which would deadlock");
-        tf::install_fork_handler();  // before the log lock can first be held
-        pthread_rwlock_wrlock(&tf::g_lock);
-        tf::g_fn = fn;
-        tf::g_user_data = user_data;
-        pthread_rwlock_unlock(&tf::g_lock);
-        return TF_OK;
-    });
+bool set_log_callback(tf_log_fn fn, void *user_data) {
+    if (t_in_callback) return false;
+    guard_lock_against_fork();
+    pthread_rwlock_wrlock(&g_lock);
+    g_fn = fn;
+    g_user_data = user_data;
+    pthread_rwlock_unlock(&g_lock);
+    return true;
 }
+
+}  // namespace tf

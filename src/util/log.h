@@ -11,8 +11,9 @@ namespace tf {
 // with the "tenferro-gpu: " prefix.  Never fails, never throws.
 void log(int32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Fork child handler (util/fork_guard.h): a new log lock, held shared again if
-// this thread forked from inside a log callback.
-void log_after_fork_child();
+// Installs the callback lines go to (NULL: stderr); once it returns, the
+// previous callback is never called again.  False, changing nothing, when
+// called from inside a log callback, where it would deadlock.
+bool set_log_callback(tf_log_fn fn, void *user_data);
 
 }  // namespace tf
