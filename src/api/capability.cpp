@@ -1,5 +1,5 @@
 // tf_runtime_supports: which capabilities this runtime offers.
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/cublas_library.h"
 #include "driver/nvrtc_library.h"
 #include "runtime/memory_pools.h"

@@ -1,24 +1,10 @@
 // Public context and stream calls: tf_with_context, tf_runtime_stream,
 // tf_runtime_slot_stream, tf_runtime_sync.
-#include "api/runtime_call.h"
-#include "driver/context_scope.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/barrier.h"
+#include "runtime/call_frame.h"
 #include "util/callback.h"
-
-namespace {
-
-tf_status slot_stream(const char *op, tf::RuntimeState &state, int slot, void **out) {
-    tf::ContextScope scope;
-    tf_status st = scope.enter(state.api(), state.context(), op);
-    if (st != TF_OK) return st;
-    CUstream stream = nullptr;
-    if ((st = state.slot_stream(op, slot, &stream)) != TF_OK) return st;
-    *out = stream;
-    return TF_OK;
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -26,8 +12,8 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
     static const char op[] = "tf_with_context";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!fn) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "fn is NULL");
-        tf::ContextScope scope;
-        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op, tf::CallerCode::runs);
         if (st != TF_OK) return st;
         return tf::invoke_callback(op, fn, user_data);
     });
@@ -35,9 +21,12 @@ TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data),
 
 TF_API tf_status tf_runtime_stream(tf_runtime *rt, void **out_stream) {
     static const char op[] = "tf_runtime_stream";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &) -> tf_status {
         if (!out_stream) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_stream is NULL");
-        return slot_stream(op, state, tf::handle_slot(rt), out_stream);
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op);
+        if (st == TF_OK) *out_stream = frame.stream();
+        return st;
     });
 }
 
@@ -48,7 +37,10 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
         if (slot < 0 || slot >= state.slot_count())
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "slot %d is outside 0..%d",
                            static_cast<int>(slot), state.slot_count() - 1);
-        return slot_stream(op, state, slot, out_stream);
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter_slot(op, slot);
+        if (st == TF_OK) *out_stream = frame.stream();
+        return st;
     });
 }
 
@@ -59,8 +51,8 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
         // Nothing was ever queued on this slot: no wait, and no release to
         // run; leaks found earlier elsewhere are still reported.
         if (!stream) return state.retirements().report_unreported(state.api(), op);
-        tf::ContextScope scope;  // the releases after the barrier are caller code
-        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
+        tf::CallFrame frame(state);  // the releases after the barrier are caller code
+        tf_status st = frame.enter_context(op, tf::CallerCode::runs);
         if (st != TF_OK) return st;
         if ((st = TF_CU(state.api(), op, cuStreamSynchronize, stream)) != TF_OK) return st;
         return tf::after_barrier(state, op);

@@ -1,5 +1,5 @@
 // Public copies that need no staging: tf_upload, tf_copy.
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
@@ -12,13 +12,16 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         if (len == 0) return TF_OK;
         if (!src) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "src is NULL");
         const tf::DriverApi &api = state.api();
-        tf::HostTransfer t;
-        tf_status st = t.open(op, rt, "dst", dst, "src", src, len);
-        if (st == TF_OK) st = TF_CU(api, op, cuMemcpyHtoDAsync, dst, src, len, t.stream);
+        tf::CallFrame frame(rt);
+        tf::HostMemory host_kind = tf::HostMemory::pageable;
+        tf_status st = frame.enter(op);
+        if (st == TF_OK)
+            st = tf::check_host_transfer(frame, op, "dst", dst, "src", src, len, &host_kind);
+        if (st == TF_OK) st = TF_CU(api, op, cuMemcpyHtoDAsync, dst, src, len, frame.stream());
         // The driver stages pageable memory before it returns; the device
         // reads page-locked memory itself, so wait until it has.
-        if (st == TF_OK && t.host_kind == tf::HostMemory::page_locked)
-            st = TF_CU(api, op, cuStreamSynchronize, t.stream);
+        if (st == TF_OK && host_kind == tf::HostMemory::page_locked)
+            st = TF_CU(api, op, cuStreamSynchronize, frame.stream());
         return st;
     });
 }
@@ -29,14 +32,12 @@ TF_API tf_status tf_copy(tf_runtime *rt, uint64_t src, uint64_t dst, size_t len)
         if (len == 0) return TF_OK;
         tf_status st = tf::check_no_overlap(op, src, dst, len);
         if (st != TF_OK) return st;
-        tf::ContextScope scope;
-        int slot = 0;
-        CUstream stream = nullptr;
-        st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        tf::CallFrame frame(rt);
+        st = frame.enter(op);
         if (st == TF_OK) st = tf::check_device_range(state, op, "src", src, len);
         if (st == TF_OK) st = tf::check_device_range(state, op, "dst", dst, len);
         if (st != TF_OK) return st;
-        return TF_CU(state.api(), op, cuMemcpyDtoDAsync, dst, src, len, stream);
+        return TF_CU(state.api(), op, cuMemcpyDtoDAsync, dst, src, len, frame.stream());
     });
 }
 

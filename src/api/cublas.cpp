@@ -2,10 +2,10 @@
 // tf_cublas_version.
 #include <cstring>
 
-#include "api/runtime_call.h"
-#include "api/slot_work.h"
+#include "api/guard.h"
 #include "driver/cublas_library.h"
 #include "driver/vendor_library.h"
+#include "runtime/call_frame.h"
 #include "runtime/slot_cublas.h"
 #include "util/callback.h"
 
@@ -39,21 +39,21 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
                            "pointer_mode %d is neither TF_CUBLAS_POINTER_MODE_HOST (0) nor "
                            "TF_CUBLAS_POINTER_MODE_DEVICE (1)",
                            static_cast<int>(pointer_mode));
-        const int slot = tf::handle_slot(rt);
-        return tf::with_locked_slot(op, state, slot, [&](CUstream stream, tf::StreamSlot &s) {
-            const tf::CublasApi *cublas = nullptr;
-            tf::SlotCublas &c = s.resources.cublas;
-            tf_status st = slot_handle(op, state, stream, &c, &cublas);
-            if (st != TF_OK) return st;
-            cublasStatus_t set =
-                cublas->set_pointer_mode(c.handle, static_cast<cublasPointerMode_t>(pointer_mode));
-            if (set != CUBLAS_STATUS_SUCCESS)
-                return tf::fail_cublas(*cublas, op, "cublasSetPointerMode_v2", set);
-            int32_t rc = 0;
-            st = tf::catch_callback(op, [&] { rc = fn(c.handle, stream, user_data); });
-            if (st != TF_OK) return st;
-            return rc == 0 ? TF_OK : tf::fail_cublas(*cublas, op, "callback", rc);
-        });
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op, tf::CallerCode::runs);
+        if (st == TF_OK) st = frame.lock_slot(op);
+        if (st != TF_OK) return st;
+        const tf::CublasApi *cublas = nullptr;
+        tf::SlotCublas &c = frame.resources().cublas;
+        if ((st = slot_handle(op, state, frame.stream(), &c, &cublas)) != TF_OK) return st;
+        cublasStatus_t set =
+            cublas->set_pointer_mode(c.handle, static_cast<cublasPointerMode_t>(pointer_mode));
+        if (set != CUBLAS_STATUS_SUCCESS)
+            return tf::fail_cublas(*cublas, op, "cublasSetPointerMode_v2", set);
+        int32_t rc = 0;
+        st = tf::catch_callback(op, [&] { rc = fn(c.handle, frame.stream(), user_data); });
+        if (st != TF_OK) return st;
+        return rc == 0 ? TF_OK : tf::fail_cublas(*cublas, op, "callback", rc);
     });
 }
 

@@ -1,7 +1,7 @@
 // Public downloads: tf_download_scalar (the hot path) and tf_download.
 #include <cstring>
 
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
@@ -18,16 +18,15 @@ tf_status fail_scalar_len(const char *op, size_t len) {
 
 // Under the slot lock: the copy into the slot's staging buffer and the wait
 // for the slot's stream.  No allocation after the slot's first call.
-tf_status scalar_through_staging(const tf::DriverApi &api, const char *op, tf::StreamSlot &slot,
-                                 int index, CUstream stream, uint64_t src, void *out,
+tf_status scalar_through_staging(tf::CallFrame &frame, const char *op, uint64_t src, void *out,
                                  size_t len) {
-    tf::SlotGuard guard;
-    tf_status st = guard.acquire(slot.lock, op, index);
+    tf_status st = frame.lock_slot(op);
     if (st != TF_OK) return st;
-    tf::TransferSlot &staging = slot.resources.transfer;
+    const tf::DriverApi &api = frame.api();
+    tf::TransferSlot &staging = frame.resources().transfer;
     if ((st = tf::ensure_scalar_staging(api, op, staging)) != TF_OK) return st;
-    st = TF_CU(api, op, cuMemcpyDtoHAsync, staging.scalar, src, len, stream);
-    if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, stream);
+    st = TF_CU(api, op, cuMemcpyDtoHAsync, staging.scalar, src, len, frame.stream());
+    if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, frame.stream());
     if (st != TF_OK) {
         // Neither a failed submission nor a failed wait proves the device
         // is done with the buffer.
@@ -48,14 +47,11 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
         if (len == 0) return TF_OK;
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
         if (len > TF_SCALAR_DOWNLOAD_MAX_BYTES) return fail_scalar_len(op, len);
-        tf::ContextScope scope;
-        int slot = 0;
-        CUstream stream = nullptr;
-        tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op);
         if (st == TF_OK) st = tf::check_device_range(state, op, "src", src, len);
         if (st != TF_OK) return st;
-        return scalar_through_staging(state.api(), op, state.slot(slot), slot, stream, src, out,
-                                      len);
+        return scalar_through_staging(frame, op, src, out, len);
     });
 }
 
@@ -65,15 +61,18 @@ TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len
         if (len == 0) return TF_OK;
         if (!dst) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "dst is NULL");
         const tf::DriverApi &api = state.api();
-        tf::HostTransfer t;
-        tf_status st = t.open(op, rt, "src", src, "dst", dst, len);
+        tf::CallFrame frame(rt);
+        tf::HostMemory host_kind = tf::HostMemory::pageable;
+        tf_status st = frame.enter(op);
+        if (st == TF_OK)
+            st = tf::check_host_transfer(frame, op, "src", src, "dst", dst, len, &host_kind);
         if (st != TF_OK) return st;
-        if (t.host_kind == tf::HostMemory::pageable && len > tf::kStagedDownloadAbove)
-            return tf::download_staged(state, op, t.slot, t.stream, src, dst, len);
+        if (host_kind == tf::HostMemory::pageable && len > tf::kStagedDownloadAbove)
+            return tf::download_staged(frame, op, src, dst, len);
         // Page-locked memory the device writes directly; small pageable
         // copies go through the driver's own staging.
-        st = TF_CU(api, op, cuMemcpyDtoHAsync, dst, src, len, t.stream);
-        return st == TF_OK ? TF_CU(api, op, cuStreamSynchronize, t.stream) : st;
+        st = TF_CU(api, op, cuMemcpyDtoHAsync, dst, src, len, frame.stream());
+        return st == TF_OK ? TF_CU(api, op, cuStreamSynchronize, frame.stream()) : st;
     });
 }
 

@@ -1,10 +1,9 @@
 // Explicit cross-slot ordering: tf_event.
 #include <memory>
 
-#include "api/object_call.h"
-#include "api/runtime_call.h"
-#include "api/slot_work.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "runtime/event.h"
 
 namespace {
@@ -26,8 +25,8 @@ TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out) {
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
         std::unique_ptr<tf_event> ev(new tf_event);
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         st = TF_CU(state.api(), op, cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
         if (st != TF_OK) return st;
@@ -61,9 +60,9 @@ TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
                            "it with a runtime of its own device",
                            static_cast<int>(event->base.state->info().ordinal),
                            static_cast<int>(state.info().ordinal));
-        return tf::with_slot_stream(op, state, tf::handle_slot(rt), [&](CUstream stream) {
-            return TF_CU(state.api(), op, cuEventRecord, event->event, stream);
-        });
+        tf::CallFrame frame(rt);
+        if ((st = frame.enter(op)) != TF_OK) return st;
+        return TF_CU(state.api(), op, cuEventRecord, event->event, frame.stream());
     });
 }
 
@@ -72,18 +71,18 @@ TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event) {
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
         if (st != TF_OK) return st;
-        return tf::with_slot_stream(op, state, tf::handle_slot(rt), [&](CUstream stream) {
-            return TF_CU(state.api(), op, cuStreamWaitEvent, stream, event->event,
-                         CU_EVENT_WAIT_DEFAULT);
-        });
+        tf::CallFrame frame(rt);
+        if ((st = frame.enter(op)) != TF_OK) return st;
+        return TF_CU(state.api(), op, cuStreamWaitEvent, frame.stream(), event->event,
+                     CU_EVENT_WAIT_DEFAULT);
     });
 }
 
 TF_API tf_status tf_event_synchronize(tf_event *event) {
     static const char op[] = "tf_event_synchronize";
     return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), op, cuEventSynchronize, event->event);
     });
@@ -95,8 +94,8 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done) {
         if (!out_done) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_done is NULL");
         const tf::DriverApi &api = state.api();
         if (!api.cuEventQuery) return tf::fail_missing(op, "cuEventQuery");
-        tf::ContextScope scope;
-        tf_status st = scope.enter(api, state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         CUresult r = api.cuEventQuery(event->event);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)

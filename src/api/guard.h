@@ -1,9 +1,22 @@
-// The one guard around every extern "C" body: no C++ exception crosses the ABI.
+// The guard around every extern "C" body, and the handle checks that open
+// the calls on a runtime and on its objects.
+//
+// guarded()        no C++ exception crosses the ABI;
+// runtime_call()   a valid handle of a usable runtime (not a forked child, no
+//                  sticky fault); a sticky fault the body reports is
+//                  remembered so every later call refuses;
+// runtime_query()  a valid handle, for answers from the handle alone;
+// object_call()    the same as runtime_call() for an event or a module.
+// What a body needs of the device (the context, its slot's stream, the slot
+// lock) it asks of a CallFrame (runtime/call_frame.h).
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <new>
 
+#include "runtime/runtime_handle.h"
+#include "runtime/shared_object.h"
 #include "util/error.h"
 #include "util/unwind.h"
 
@@ -26,6 +39,91 @@ tf_status guarded(const char *op, Body &&body) {
         if (foreign_unwinding()) throw;
         return TF_FAIL(TF_ERROR_INTERNAL, op, "unexpected exception of unknown type");
     }
+}
+
+// A usable runtime, then the body; a sticky fault the body reports is
+// remembered so every later call refuses.
+template <class Body>
+tf_status call_usable(const char *op, RuntimeState &state, Body &&body) {
+    tf_status st = state.check_usable(op);
+    if (st != TF_OK) return st;
+    st = body(state);
+    if (st == TF_ERROR_DEVICE_FAULT) state.note_fault();
+    return st;
+}
+
+// For calls that touch the device: a valid handle and a usable runtime.
+template <class Body>
+tf_status runtime_call(const char *op, tf_runtime *rt, Body &&body) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_handle(op, rt);
+        if (st != TF_OK) return st;
+        return call_usable(op, *rt->state, body);
+    });
+}
+
+// As runtime_call, for the calls that run workspace releases
+// (tf_workspace_retire, tf_workspace_poll, tf_runtime_sync): a release may
+// drop the last reference to the runtime, so the call keeps the state alive
+// until it is over (one shared_ptr copy: not on the hot paths); the runtime
+// is then torn down as the call returns.
+template <class Body>
+tf_status runtime_call_running_releases(const char *op, tf_runtime *rt, Body &&body) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_handle(op, rt);
+        if (st != TF_OK) return st;
+        std::shared_ptr<RuntimeState> keep = rt->state;
+        return call_usable(op, *keep, body);
+    });
+}
+
+// For queries answered from the handle alone (no device work).
+template <class Body>
+tf_status runtime_query(const char *op, const tf_runtime *rt, Body &&body) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_handle(op, rt);
+        if (st != TF_OK) return st;
+        return body(*rt->state);
+    });
+}
+
+// tf_*_retain of an object of kind `live`.
+inline tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, o, live, what);
+        if (st == TF_OK) o->refs.fetch_add(1, std::memory_order_relaxed);
+        return st;
+    });
+}
+
+// tf_*_release of `obj` (a struct whose first member `base` is its
+// SharedObject): NULL is a no-op; the last reference runs
+// destroy(api, *obj) -> CUresult through destroy_in_context, frees the
+// object, then drops its runtime reference (which may tear the runtime down).
+template <class T, class Destroy>
+tf_status release_shared(const char *op, T *obj, uint64_t live, const char *what,
+                         const char *call, Destroy destroy) {
+    if (!obj) return TF_OK;
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, &obj->base, live, what);
+        if (st != TF_OK || !drop_reference(&obj->base)) return st;
+        std::unique_ptr<T> dead(obj);
+        std::shared_ptr<RuntimeState> state = std::move(dead->base.state);
+        destroy_in_context(*state, op, call, [&] { return destroy(state->api(), *dead); });
+        return TF_OK;  // `state` goes last
+    });
+}
+
+// The frame of calls on an object: checked, its runtime usable, a sticky
+// fault the body reports remembered by the runtime.
+template <class Body>
+tf_status object_call(const char *op, SharedObject *o, uint64_t live, const char *what,
+                      Body &&body) {
+    return guarded(op, [&]() -> tf_status {
+        tf_status st = check_object(op, o, live, what);
+        if (st != TF_OK) return st;
+        return call_usable(op, *o->state, body);
+    });
 }
 
 }  // namespace tf

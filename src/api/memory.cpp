@@ -1,5 +1,5 @@
 // Public device memory calls: tf_alloc, tf_free.
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "runtime/memory_pools.h"
@@ -15,16 +15,14 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
             *out_ptr = 0;
             return TF_OK;
         }
-        tf::ContextScope scope;
-        int slot = 0;
-        CUstream stream = nullptr;
-        tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op);
         bool pools = false;
         if (st == TF_OK) st = tf::memory_pools_supported(state, op, &pools);
         if (st != TF_OK) return st;
         const tf::DriverApi &api = state.api();
         CUdeviceptr p = 0;
-        st = pools ? TF_CU(api, op, cuMemAllocAsync, &p, bytes, stream)
+        st = pools ? TF_CU(api, op, cuMemAllocAsync, &p, bytes, frame.stream())
                    : TF_CU(api, op, cuMemAlloc, &p, bytes);
         if (st == TF_OK) *out_ptr = p;
         return st;
@@ -35,10 +33,8 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
     static const char op[] = "tf_free";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (ptr == 0) return TF_OK;
-        tf::ContextScope scope;
-        int slot = 0;
-        CUstream stream = nullptr;
-        tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op);
         if (st == TF_OK) st = tf::check_device_range(state, op, "ptr", ptr, 0);
         bool pools = false;
         if (st == TF_OK) st = tf::memory_pools_supported(state, op, &pools);
@@ -48,7 +44,7 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
         const tf::DriverApi &api = state.api();
         const char *call = pools ? "cuMemFreeAsync" : "cuMemFree";
         if (pools ? !api.cuMemFreeAsync : !api.cuMemFree) return tf::fail_missing(op, call);
-        CUresult r = pools ? api.cuMemFreeAsync(ptr, stream) : api.cuMemFree(ptr);
+        CUresult r = pools ? api.cuMemFreeAsync(ptr, frame.stream()) : api.cuMemFree(ptr);
         if (r == CUDA_ERROR_INVALID_VALUE)
             return tf::fail(TF_ERROR_INVALID_ARGUMENT, op, call, TF_CODE_CUDA, r,
                             "ptr 0x%llx is not the start of an allocation (%s answered "

@@ -4,10 +4,9 @@
 #include <memory>
 #include <string>
 
-#include "api/object_call.h"
-#include "api/runtime_call.h"
-#include "api/slot_work.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "runtime/module.h"
 #include "util/struct_io.h"
 
@@ -61,8 +60,8 @@ TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size, 
             image = terminated.c_str();
         }
         std::unique_ptr<tf_module> m(new tf_module);
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         if ((st = load(op, state.api(), image, &m->module)) != TF_OK) return st;
         m->base.state = rt->state;
@@ -92,8 +91,8 @@ TF_API tf_status tf_module_function(tf_module *module, const char *name, void **
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "name or out_function is NULL");
         const tf::DriverApi &api = state.api();
         if (!api.cuModuleGetFunction) return tf::fail_missing(op, "cuModuleGetFunction");
-        tf::ContextScope scope;
-        tf_status st = scope.enter(api, state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         CUfunction f = nullptr;
         CUresult r = api.cuModuleGetFunction(&f, module->module, name);
@@ -115,8 +114,8 @@ TF_API tf_status tf_function_set_attribute(tf_module *module, void *function, in
     static const char op[] = "tf_function_set_attribute";
     return module_call(op, module, [&](tf::RuntimeState &state) -> tf_status {
         if (!function) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "function is NULL");
-        tf::ContextScope scope;
-        tf_status st = scope.enter(state.api(), state.context(), op);
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context(op);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), op, cuFuncSetAttribute, static_cast<CUfunction>(function),
                      static_cast<CUfunction_attribute>(attribute), value);
@@ -150,11 +149,11 @@ TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function, const tf_launc
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
                            "grid %ux%ux%u, block %ux%ux%u: every dimension must be at least 1",
                            c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z);
-        return tf::with_slot_stream(op, state, tf::handle_slot(rt), [&](CUstream stream) {
-            return TF_CU(state.api(), op, cuLaunchKernel, static_cast<CUfunction>(function),
-                         c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                         c.shared_memory_bytes, stream, args, nullptr);
-        });
+        tf::CallFrame frame(rt);
+        if ((st = frame.enter(op)) != TF_OK) return st;
+        return TF_CU(state.api(), op, cuLaunchKernel, static_cast<CUfunction>(function), c.grid_x,
+                     c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_memory_bytes,
+                     frame.stream(), args, nullptr);
     });
 }
 

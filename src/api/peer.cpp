@@ -1,6 +1,6 @@
 // Public copies between the devices of two runtimes: tf_peer_copy_available,
 // tf_peer_copy.
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
@@ -74,10 +74,9 @@ void enable_peer_access(const char *op, const tf::RuntimeState &src,
 // The destination range, checked with the destination's context current:
 // from the source's context the driver may not find another device's
 // allocation.  Costs two context switches, none on one device.
-tf_status check_destination(const char *op, const tf::RuntimeState &to, uint64_t dst,
-                            size_t len) {
-    tf::ContextScope scope;
-    tf_status st = scope.enter(to.api(), to.context(), op);
+tf_status check_destination(const char *op, tf::RuntimeState &to, uint64_t dst, size_t len) {
+    tf::CallFrame frame(to);
+    tf_status st = frame.enter_context(op);
     return st == TF_OK ? tf::check_device_range(to, op, "dst", dst, len) : st;
 }
 
@@ -89,11 +88,9 @@ tf_status copy_between(const char *op, tf_runtime *src_rt, tf::RuntimeState &fro
     const bool same_device = from.device() == to.device();
     tf_status st = same_device ? tf::check_no_overlap(op, src, dst, len) : TF_OK;
     if (st != TF_OK) return st;
-    tf::ContextScope scope;
-    int slot = 0;
-    CUstream stream = nullptr;
+    tf::CallFrame frame(src_rt);
     bool direct = false;
-    st = tf::enter_slot_stream(op, src_rt, scope, &slot, &stream);
+    st = frame.enter(op);
     if (st == TF_OK) st = tf::check_device_range(from, op, "src", src, len);
     if (st == TF_OK && (st = check_destination(op, to, dst, len)) == TF_ERROR_DEVICE_FAULT)
         *faulted = &to;  // reported in the destination's context
@@ -101,7 +98,7 @@ tf_status copy_between(const char *op, tf_runtime *src_rt, tf::RuntimeState &fro
     if (st != TF_OK) return st;
     if (direct && !same_device) enable_peer_access(op, from, to);
     return TF_CU(from.api(), op, cuMemcpyPeerAsync, dst, to.context(), src, from.context(), len,
-                 stream);
+                 frame.stream());
 }
 
 }  // namespace

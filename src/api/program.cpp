@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "api/runtime_call.h"
+#include "api/guard.h"
 #include "driver/nvrtc_library.h"
 #include "runtime/program.h"
 #include "util/log.h"

@@ -2,10 +2,9 @@
 // tf_workspace_stats.
 #include <cstring>
 
-#include "api/runtime_call.h"
-#include "api/slot_work.h"
-#include "driver/context_scope.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "runtime/retirement_queue.h"
 #include "util/struct_io.h"
 
@@ -23,21 +22,22 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
     static const char op[] = "tf_workspace_retire";
     return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!release) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "release is NULL");
-        const int slot = tf::handle_slot(rt);
+        tf::CallFrame frame(rt);
         // Releases of earlier retirements run inside: caller code.
-        return tf::with_slot_stream<tf::CallerCode::runs>(op, state, slot, [&](CUstream stream) {
-            return state.retirements().retire(state.api(), op, state.slot_count(),
-                                              state.options().retirement_capacity, slot, stream,
-                                              tf::Retirement{resource, release, user_data});
-        });
+        tf_status st = frame.enter(op, tf::CallerCode::runs);
+        if (st != TF_OK) return st;
+        return state.retirements().retire(state.api(), op, state.slot_count(),
+                                          state.options().retirement_capacity, frame.slot(),
+                                          frame.stream(),
+                                          tf::Retirement{resource, release, user_data});
     });
 }
 
 TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     static const char op[] = "tf_workspace_poll";
     return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        tf::ContextScope scope;  // the releases it finds are caller code
-        tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
+        tf::CallFrame frame(state);  // the releases it finds are caller code
+        tf_status st = frame.enter_context(op, tf::CallerCode::runs);
         if (st != TF_OK) return st;
         return state.retirements().poll(state.api(), op);
     });

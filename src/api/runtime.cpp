@@ -2,7 +2,6 @@
 #include <cstring>
 
 #include "api/guard.h"
-#include "api/runtime_call.h"
 #include "runtime/runtime_handle.h"
 #include "runtime/runtime_state.h"
 #include "transfer/transfer_options.h"

@@ -1,8 +1,8 @@
 // Any library's work on the slot streams and ordering between slots:
 // tf_stream_enqueue, tf_slot_wait.
-#include "api/runtime_call.h"
-#include "api/slot_work.h"
+#include "api/guard.h"
 #include "driver/cuda_status.h"
+#include "runtime/call_frame.h"
 #include "runtime/slot_order.h"
 #include "util/callback.h"
 
@@ -11,12 +11,13 @@ extern "C" {
 TF_API tf_status tf_stream_enqueue(tf_runtime *rt, int32_t (*fn)(void *stream, void *user_data),
                                    void *user_data) {
     static const char op[] = "tf_stream_enqueue";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &) -> tf_status {
         if (!fn) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "fn is NULL");
-        return tf::with_locked_slot(op, state, tf::handle_slot(rt),
-                                    [&](CUstream stream, tf::StreamSlot &) {
-                                        return tf::invoke_callback(op, fn, stream, user_data);
-                                    });
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter(op, tf::CallerCode::runs);
+        if (st == TF_OK) st = frame.lock_slot(op);
+        if (st != TF_OK) return st;
+        return tf::invoke_callback(op, fn, frame.stream(), user_data);
     });
 }
 
@@ -30,15 +31,16 @@ TF_API tf_status tf_slot_wait(tf_runtime *rt, int32_t other_slot) {
         CUstream other = state.existing_stream(other_slot);
         // Nothing was ever queued there, or it is our own stream: in order already.
         if (!other || other_slot == mine) return TF_OK;
-        return tf::with_slot_stream(op, state, mine, [&](CUstream stream) -> tf_status {
-            const tf::DriverApi &api = state.api();
-            CUevent e = nullptr;
-            tf_status st =
-                tf::slot_order_event(api, op, &state.slot(other_slot).resources.order, &e);
-            if (st != TF_OK) return st;
-            if ((st = TF_CU(api, op, cuEventRecord, e, other)) != TF_OK) return st;
-            return TF_CU(api, op, cuStreamWaitEvent, stream, e, CU_EVENT_WAIT_DEFAULT);
-        });
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter_slot(op, mine);
+        if (st != TF_OK) return st;
+        const tf::DriverApi &api = state.api();
+        CUevent e = nullptr;
+        if ((st = tf::slot_order_event(api, op, &state.slot(other_slot).resources.order, &e)) !=
+            TF_OK)
+            return st;
+        if ((st = TF_CU(api, op, cuEventRecord, e, other)) != TF_OK) return st;
+        return TF_CU(api, op, cuStreamWaitEvent, frame.stream(), e, CU_EVENT_WAIT_DEFAULT);
     });
 }
 

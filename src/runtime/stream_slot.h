@@ -21,6 +21,7 @@ namespace tf {
 // resources (cuBLAS handle configuration and enqueue, the staging buffer).
 // A thread that already holds it, for example from inside a callback it runs
 // under the lock, gets TF_ERROR_RUNTIME_STATE instead of a deadlock.
+// Calls take it through their CallFrame (runtime/call_frame.h).
 class SlotLock {
 public:
     tf_status lock(const char *op, int slot);
@@ -29,26 +30,6 @@ public:
 private:
     std::mutex mutex_;
     std::atomic<uint32_t> owner_{0};  // holder's thread tag, 0 when free
-};
-
-// Holds a SlotLock for a scope.
-class SlotGuard {
-public:
-    SlotGuard() = default;
-    ~SlotGuard() {
-        if (lock_) lock_->unlock();
-    }
-    SlotGuard(const SlotGuard &) = delete;
-    SlotGuard &operator=(const SlotGuard &) = delete;
-
-    tf_status acquire(SlotLock &lock, const char *op, int slot) {
-        tf_status st = lock.lock(op, slot);
-        if (st == TF_OK) lock_ = &lock;
-        return st;
-    }
-
-private:
-    SlotLock *lock_ = nullptr;
 };
 
 struct StreamSlot {

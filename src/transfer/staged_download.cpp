@@ -122,25 +122,23 @@ tf_status run_download_plan(const DriverApi &api, const char *op, CUstream strea
     return pipeline.run(src, static_cast<char *>(dst), len);
 }
 
-tf_status download_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
-                          uint64_t src, void *dst, size_t len) {
+tf_status download_staged(CallFrame &frame, const char *op, uint64_t src, void *dst, size_t len) {
     // Each step's copy job lives in this frame while the copy threads may
     // hold it, and the staging ring must not be left to a dead download:
     // cancellation waits until the download returns.
     DeferCancellation no_cancel;
+    RuntimeState &state = frame.state();
     const unsigned threads = download_threads(state.options());
     // Started before anything is queued: it may throw std::bad_alloc.
     CopyPool *pool = threads > 1 ? &state.transfers().pool(threads, op) : nullptr;
-    StreamSlot &s = state.slot(slot);
-    SlotGuard guard;
-    tf_status st = guard.acquire(s.lock, op, slot);
+    tf_status st = frame.lock_slot(op);
     if (st != TF_OK) return st;
-    TransferSlot &staging = s.resources.transfer;
+    TransferSlot &staging = frame.resources().transfer;
     const DownloadPlan plan;
     st = ensure_staging_ring(state.api(), op, download_chunk_bytes(state.options()), plan.depth,
                              staging);
     if (st != TF_OK) return st;
-    st = run_download_plan(state.api(), op, stream, staging.ring, pool, threads, plan,
+    st = run_download_plan(state.api(), op, frame.stream(), staging.ring, pool, threads, plan,
                            static_cast<CUdeviceptr>(src), dst, len);
     // The device may still write a buffer whose copy or wait failed.
     if (st != TF_OK) abandon_staging_ring(staging);

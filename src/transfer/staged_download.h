@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/runtime_state.h"
+#include "runtime/call_frame.h"
 #include "transfer/copy_pool.h"
 #include "transfer/download_plan.h"
 #include "transfer/transfer_slot.h"
@@ -23,13 +23,12 @@ namespace tf {
 // not pay for itself.
 constexpr size_t kStagedDownloadAbove = size_t(64) << 10;
 
-// Copies [src, src + len) into pageable `dst` on `stream` (the stream of
-// `slot`, with the primary context current), taking the slot lock.  On
+// Copies [src, src + len) into pageable `dst` on the stream of `frame`
+// (entered: the primary context current), taking the slot lock.  On
 // failure the ring is abandoned (leaked) and `dst` may be partly written;
 // no host thread touches `dst` once this returns.  Thread cancellation is
 // deferred until it returns.
-tf_status download_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
-                          uint64_t src, void *dst, size_t len);
+tf_status download_staged(CallFrame &frame, const char *op, uint64_t src, void *dst, size_t len);
 
 // The pipeline under download_staged, for a plan of the caller's choosing
 // (bench/tune_download): `ring` is allocated (its depth rules), `pool` is
