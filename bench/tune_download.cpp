@@ -48,6 +48,7 @@
 #include "runtime/runtime_handle.h"
 #include "transfer/staged_download.h"
 #include "transfer/transfer_slot.h"
+#include "util/error.h"
 
 namespace {
 
@@ -194,8 +195,7 @@ private:
         }
         if (ring_.ring.bytes != p.chunk || ring_.ring.depth != p.plan.depth) {
             drop_ring();
-            ok(tf::ensure_staging_ring(api_, kOp, p.chunk, p.plan.depth, ring_),
-               "ensure_staging_ring");
+            ok(tf::ensure_staging_ring(api_, p.chunk, p.plan.depth, ring_), "ensure_staging_ring");
         }
     }
 
@@ -204,7 +204,7 @@ private:
     }
 
     void download(const Plan &p, void *dst, size_t n, uint64_t src_offset = 0) {
-        ok(tf::run_download_plan(api_, kOp, stream_, ring_.ring, pool_.get(), p.threads, p.plan,
+        ok(tf::run_download_plan(api_, stream_, ring_.ring, pool_.get(), p.threads, p.plan,
                                  dev_ + src_offset, dst, n),
            "run_download_plan");
     }
@@ -438,6 +438,9 @@ void describe(tf_runtime *rt) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The library's internals it drives report their failures under this
+    // name (the public functions it calls name themselves).
+    tf::OperationScope operation(kOp);
     bool smoke = false;
     double budget = 200;
     for (int i = 1; i < argc; ++i) {

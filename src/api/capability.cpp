@@ -23,8 +23,7 @@ bool supports(const tf::RuntimeState &state, int32_t capability) {
             // A failed query answers "no", and is not this call's failure.
             tf::KeepLastError keep;
             bool pools = false;
-            return tf::memory_pools_supported(state, "tf_runtime_supports", &pools) == TF_OK &&
-                   pools;
+            return tf::memory_pools_supported(state, &pools) == TF_OK && pools;
         }
         default: return false;  // unknown to this version: not supported
     }
@@ -36,7 +35,7 @@ extern "C" TF_API tf_status tf_runtime_supports(const tf_runtime *rt, int32_t ca
                                                 int32_t *out_supported) {
     static const char op[] = "tf_runtime_supports";
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!out_supported) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_supported is NULL");
+        if (!out_supported) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_supported is NULL");
         *out_supported = supports(state, capability) ? 1 : 0;
         return TF_OK;
     });

@@ -11,20 +11,20 @@ extern "C" {
 TF_API tf_status tf_with_context(tf_runtime *rt, int32_t (*fn)(void *user_data), void *user_data) {
     static const char op[] = "tf_with_context";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!fn) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "fn is NULL");
+        if (!fn) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "fn is NULL");
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op, tf::CallerCode::runs);
+        tf_status st = frame.enter_context(tf::CallerCode::runs);
         if (st != TF_OK) return st;
-        return tf::invoke_callback(op, fn, user_data);
+        return tf::invoke_callback(fn, user_data);
     });
 }
 
 TF_API tf_status tf_runtime_stream(tf_runtime *rt, void **out_stream) {
     static const char op[] = "tf_runtime_stream";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &) -> tf_status {
-        if (!out_stream) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_stream is NULL");
+        if (!out_stream) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_stream is NULL");
         tf::CallFrame frame(rt);
-        tf_status st = frame.enter(op);
+        tf_status st = frame.enter();
         if (st == TF_OK) *out_stream = frame.stream();
         return st;
     });
@@ -33,12 +33,12 @@ TF_API tf_status tf_runtime_stream(tf_runtime *rt, void **out_stream) {
 TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out_stream) {
     static const char op[] = "tf_runtime_slot_stream";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!out_stream) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_stream is NULL");
+        if (!out_stream) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_stream is NULL");
         if (slot < 0 || slot >= state.slot_count())
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "slot %d is outside 0..%d",
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "slot %d is outside 0..%d",
                            static_cast<int>(slot), state.slot_count() - 1);
         tf::CallFrame frame(rt);
-        tf_status st = frame.enter_slot(op, slot);
+        tf_status st = frame.enter_slot(slot);
         if (st == TF_OK) *out_stream = frame.stream();
         return st;
     });
@@ -50,12 +50,12 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
         CUstream stream = state.existing_stream(tf::handle_slot(rt));
         // Nothing was ever queued on this slot: no wait, and no release to
         // run; leaks found earlier elsewhere are still reported.
-        if (!stream) return state.retirements().report_unreported(state.api(), op);
+        if (!stream) return state.retirements().report_unreported(state.api());
         tf::CallFrame frame(state);  // the releases after the barrier are caller code
-        tf_status st = frame.enter_context(op, tf::CallerCode::runs);
+        tf_status st = frame.enter_context(tf::CallerCode::runs);
         if (st != TF_OK) return st;
-        if ((st = TF_CU(state.api(), op, cuStreamSynchronize, stream)) != TF_OK) return st;
-        return tf::after_barrier(state, op);
+        if ((st = TF_CU(state.api(), cuStreamSynchronize, stream)) != TF_OK) return st;
+        return tf::after_barrier(state);
     });
 }
 

@@ -10,18 +10,18 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
     static const char op[] = "tf_upload";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
-        if (!src) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "src is NULL");
+        if (!src) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "src is NULL");
         const tf::DriverApi &api = state.api();
         tf::CallFrame frame(rt);
         tf::HostMemory host_kind = tf::HostMemory::pageable;
-        tf_status st = frame.enter(op);
+        tf_status st = frame.enter();
         if (st == TF_OK)
-            st = tf::check_host_transfer(frame, op, "dst", dst, "src", src, len, &host_kind);
-        if (st == TF_OK) st = TF_CU(api, op, cuMemcpyHtoDAsync, dst, src, len, frame.stream());
+            st = tf::check_host_transfer(frame, "dst", dst, "src", src, len, &host_kind);
+        if (st == TF_OK) st = TF_CU(api, cuMemcpyHtoDAsync, dst, src, len, frame.stream());
         // The driver stages pageable memory before it returns; the device
         // reads page-locked memory itself, so wait until it has.
         if (st == TF_OK && host_kind == tf::HostMemory::page_locked)
-            st = TF_CU(api, op, cuStreamSynchronize, frame.stream());
+            st = TF_CU(api, cuStreamSynchronize, frame.stream());
         return st;
     });
 }
@@ -30,14 +30,14 @@ TF_API tf_status tf_copy(tf_runtime *rt, uint64_t src, uint64_t dst, size_t len)
     static const char op[] = "tf_copy";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
-        tf_status st = tf::check_no_overlap(op, src, dst, len);
+        tf_status st = tf::check_no_overlap(src, dst, len);
         if (st != TF_OK) return st;
         tf::CallFrame frame(rt);
-        st = frame.enter(op);
-        if (st == TF_OK) st = tf::check_device_range(state, op, "src", src, len);
-        if (st == TF_OK) st = tf::check_device_range(state, op, "dst", dst, len);
+        st = frame.enter();
+        if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
+        if (st == TF_OK) st = tf::check_device_range(state, "dst", dst, len);
         if (st != TF_OK) return st;
-        return TF_CU(state.api(), op, cuMemcpyDtoDAsync, dst, src, len, frame.stream());
+        return TF_CU(state.api(), cuMemcpyDtoDAsync, dst, src, len, frame.stream());
     });
 }
 

@@ -37,10 +37,10 @@ TF_API void tf_device_properties_init(tf_device_properties *info, size_t struct_
 TF_API tf_status tf_device_count(int32_t *out_count) {
     static const char op[] = "tf_device_count";
     return tf::guarded(op, [&]() -> tf_status {
-        if (!out_count) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_count is NULL");
+        if (!out_count) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_count is NULL");
         tf::ErrorSnapshot before;
         tf::save_error(&before);
-        const tf::DriverApi *api = tf::init_driver(op);
+        const tf::DriverApi *api = tf::init_driver();
         if (!api) {
             // A driver without devices refuses cuInit; counting them is not
             // an error, and leaves the caller's record alone.
@@ -49,24 +49,24 @@ TF_API tf_status tf_device_count(int32_t *out_count) {
             *out_count = 0;
             return TF_OK;
         }
-        return tf::count_devices(*api, op, out_count);
+        return tf::count_devices(*api, out_count);
     });
 }
 
 TF_API tf_status tf_device_info(int32_t ordinal, tf_device_properties *out) {
     static const char op[] = "tf_device_info";
     return tf::guarded(op, [&]() -> tf_status {
-        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        tf_status st = tf::check_struct_size(op, "out", out->struct_size, kDeviceInfoMinSize,
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
+        tf_status st = tf::check_struct_size("out", out->struct_size, kDeviceInfoMinSize,
                                              "tf_device_properties_init");
         if (st != TF_OK) return st;
-        const tf::DriverApi *api = tf::init_driver(op);
+        const tf::DriverApi *api = tf::init_driver();
         if (!api) return tf::current_error().status;
         CUdevice device = 0;
-        st = tf::lookup_device(*api, op, ordinal, &device);
+        st = tf::lookup_device(*api, ordinal, &device);
         if (st != TF_OK) return st;
         tf_device_properties info;
-        if ((st = tf::describe_device(*api, op, ordinal, device, &info)) != TF_OK) return st;
+        if ((st = tf::describe_device(*api, ordinal, device, &info)) != TF_OK) return st;
         tf::copy_out_sized(out, info);
         return TF_OK;
     });

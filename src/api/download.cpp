@@ -9,24 +9,23 @@
 
 namespace {
 
-tf_status fail_scalar_len(const char *op, size_t len) __attribute__((cold, noinline));
-tf_status fail_scalar_len(const char *op, size_t len) {
-    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+tf_status fail_scalar_len(size_t len) __attribute__((cold, noinline));
+tf_status fail_scalar_len(size_t len) {
+    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                    "len %zu is over TF_SCALAR_DOWNLOAD_MAX_BYTES (%d); use tf_download", len,
                    TF_SCALAR_DOWNLOAD_MAX_BYTES);
 }
 
 // Under the slot lock: the copy into the slot's staging buffer and the wait
 // for the slot's stream.  No allocation after the slot's first call.
-tf_status scalar_through_staging(tf::CallFrame &frame, const char *op, uint64_t src, void *out,
-                                 size_t len) {
-    tf_status st = frame.lock_slot(op);
+tf_status scalar_through_staging(tf::CallFrame &frame, uint64_t src, void *out, size_t len) {
+    tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
     const tf::DriverApi &api = frame.api();
     tf::TransferSlot &staging = frame.resources().transfer;
-    if ((st = tf::ensure_scalar_staging(api, op, staging)) != TF_OK) return st;
-    st = TF_CU(api, op, cuMemcpyDtoHAsync, staging.scalar, src, len, frame.stream());
-    if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, frame.stream());
+    if ((st = tf::ensure_scalar_staging(api, staging)) != TF_OK) return st;
+    st = TF_CU(api, cuMemcpyDtoHAsync, staging.scalar, src, len, frame.stream());
+    if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, frame.stream());
     if (st != TF_OK) {
         // Neither a failed submission nor a failed wait proves the device
         // is done with the buffer.
@@ -45,13 +44,13 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
     static const char op[] = "tf_download_scalar";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
-        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
-        if (len > TF_SCALAR_DOWNLOAD_MAX_BYTES) return fail_scalar_len(op, len);
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (len > TF_SCALAR_DOWNLOAD_MAX_BYTES) return fail_scalar_len(len);
         tf::CallFrame frame(rt);
-        tf_status st = frame.enter(op);
-        if (st == TF_OK) st = tf::check_device_range(state, op, "src", src, len);
+        tf_status st = frame.enter();
+        if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
         if (st != TF_OK) return st;
-        return scalar_through_staging(frame, op, src, out, len);
+        return scalar_through_staging(frame, src, out, len);
     });
 }
 
@@ -59,20 +58,20 @@ TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len
     static const char op[] = "tf_download";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
-        if (!dst) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "dst is NULL");
+        if (!dst) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "dst is NULL");
         const tf::DriverApi &api = state.api();
         tf::CallFrame frame(rt);
         tf::HostMemory host_kind = tf::HostMemory::pageable;
-        tf_status st = frame.enter(op);
+        tf_status st = frame.enter();
         if (st == TF_OK)
-            st = tf::check_host_transfer(frame, op, "src", src, "dst", dst, len, &host_kind);
+            st = tf::check_host_transfer(frame, "src", src, "dst", dst, len, &host_kind);
         if (st != TF_OK) return st;
         if (host_kind == tf::HostMemory::pageable && len > tf::kStagedDownloadAbove)
-            return tf::download_staged(frame, op, src, dst, len);
+            return tf::download_staged(frame, src, dst, len);
         // Page-locked memory the device writes directly; small pageable
         // copies go through the driver's own staging.
-        st = TF_CU(api, op, cuMemcpyDtoHAsync, dst, src, len, frame.stream());
-        return st == TF_OK ? TF_CU(api, op, cuStreamSynchronize, frame.stream()) : st;
+        st = TF_CU(api, cuMemcpyDtoHAsync, dst, src, len, frame.stream());
+        return st == TF_OK ? TF_CU(api, cuStreamSynchronize, frame.stream()) : st;
     });
 }
 

@@ -20,12 +20,11 @@ TF_API void tf_error_info_init(tf_error_info *info, size_t struct_size) {
 }
 
 TF_API tf_status tf_last_error(tf_error_info *out) {
-    static const char op[] = "tf_last_error";
-    if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
+    tf::OperationScope operation("tf_last_error");  // not guarded: nothing here throws
+    if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
     // Older callers may pass a shorter struct: copy only what they have.
     const size_t min_size = offsetof(tf_error_info, status) + sizeof(tf_status);
-    tf_status st = tf::check_struct_size(op, "out", out->struct_size, min_size,
-                                         "tf_error_info_init");
+    tf_status st = tf::check_struct_size("out", out->struct_size, min_size, "tf_error_info_init");
     if (st != TF_OK) return st;
     const size_t n = out->struct_size < sizeof(tf_error_info) ? out->struct_size
                                                               : sizeof(tf_error_info);

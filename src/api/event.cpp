@@ -23,12 +23,12 @@ extern "C" {
 TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out) {
     static const char op[] = "tf_event_new";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
         std::unique_ptr<tf_event> ev(new tf_event);
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
-        st = TF_CU(state.api(), op, cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
+        st = TF_CU(state.api(), cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
         if (st != TF_OK) return st;
         ev->base.state = rt->state;
         ev->base.magic.store(kLiveEvent, std::memory_order_release);
@@ -52,28 +52,28 @@ TF_API tf_status tf_event_release(tf_event *event) {
 TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
     static const char op[] = "tf_event_record";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
+        tf_status st = tf::check_object(event ? &event->base : nullptr, kLiveEvent, kWhat);
         if (st != TF_OK) return st;
         if (event->base.state->context() != state.context())
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "the event belongs to device %d, the runtime to device %d; record "
                            "it with a runtime of its own device",
                            static_cast<int>(event->base.state->info().ordinal),
                            static_cast<int>(state.info().ordinal));
         tf::CallFrame frame(rt);
-        if ((st = frame.enter(op)) != TF_OK) return st;
-        return TF_CU(state.api(), op, cuEventRecord, event->event, frame.stream());
+        if ((st = frame.enter()) != TF_OK) return st;
+        return TF_CU(state.api(), cuEventRecord, event->event, frame.stream());
     });
 }
 
 TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event) {
     static const char op[] = "tf_event_wait";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        tf_status st = tf::check_object(op, event ? &event->base : nullptr, kLiveEvent, kWhat);
+        tf_status st = tf::check_object(event ? &event->base : nullptr, kLiveEvent, kWhat);
         if (st != TF_OK) return st;
         tf::CallFrame frame(rt);
-        if ((st = frame.enter(op)) != TF_OK) return st;
-        return TF_CU(state.api(), op, cuStreamWaitEvent, frame.stream(), event->event,
+        if ((st = frame.enter()) != TF_OK) return st;
+        return TF_CU(state.api(), cuStreamWaitEvent, frame.stream(), event->event,
                      CU_EVENT_WAIT_DEFAULT);
     });
 }
@@ -82,24 +82,24 @@ TF_API tf_status tf_event_synchronize(tf_event *event) {
     static const char op[] = "tf_event_synchronize";
     return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
-        return TF_CU(state.api(), op, cuEventSynchronize, event->event);
+        return TF_CU(state.api(), cuEventSynchronize, event->event);
     });
 }
 
 TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done) {
     static const char op[] = "tf_event_query";
     return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
-        if (!out_done) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out_done is NULL");
+        if (!out_done) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_done is NULL");
         const tf::DriverApi &api = state.api();
-        if (!api.cuEventQuery) return tf::fail_missing(op, "cuEventQuery");
+        if (!api.cuEventQuery) return tf::fail_missing("cuEventQuery");
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
         CUresult r = api.cuEventQuery(event->event);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-            return tf::fail_cuda(api, op, "cuEventQuery", r);
+            return tf::fail_cuda(api, "cuEventQuery", r);
         *out_done = r == CUDA_SUCCESS ? 1 : 0;
         return TF_OK;
     });

@@ -22,30 +22,33 @@
 
 namespace tf {
 
-// Runs `body` and maps any exception it lets escape to a status.
+// Runs `body` as operation `op` (the public function's name, which every
+// failure and log line of the call carries: NOTE [operation name] in
+// util/error.h) and maps any exception it lets escape to a status.
 //   std::bad_alloc      -> TF_ERROR_OUT_OF_MEMORY
 //   std::exception, ... -> TF_ERROR_INTERNAL (a bug in this library)
 // Thread cancellation (abi::__forced_unwind, util/unwind.h) must keep unwinding,
 // so it is rethrown; swallowing it would terminate the process.
 template <class Body>
 tf_status guarded(const char *op, Body &&body) {
+    OperationScope operation(op);
     try {
         return body();
     } catch (const std::bad_alloc &) {
-        return TF_FAIL(TF_ERROR_OUT_OF_MEMORY, op, "host memory exhausted");
+        return TF_FAIL(TF_ERROR_OUT_OF_MEMORY, "host memory exhausted");
     } catch (const std::exception &e) {
-        return TF_FAIL(TF_ERROR_INTERNAL, op, "unexpected C++ exception: %s", e.what());
+        return TF_FAIL(TF_ERROR_INTERNAL, "unexpected C++ exception: %s", e.what());
     } catch (...) {
         if (foreign_unwinding()) throw;
-        return TF_FAIL(TF_ERROR_INTERNAL, op, "unexpected exception of unknown type");
+        return TF_FAIL(TF_ERROR_INTERNAL, "unexpected exception of unknown type");
     }
 }
 
 // A usable runtime, then the body; a sticky fault the body reports is
 // remembered so every later call refuses.
 template <class Body>
-tf_status call_usable(const char *op, RuntimeState &state, Body &&body) {
-    tf_status st = state.check_usable(op);
+tf_status call_usable(RuntimeState &state, Body &&body) {
+    tf_status st = state.check_usable();
     if (st != TF_OK) return st;
     st = body(state);
     if (st == TF_ERROR_DEVICE_FAULT) state.note_fault();
@@ -56,9 +59,9 @@ tf_status call_usable(const char *op, RuntimeState &state, Body &&body) {
 template <class Body>
 tf_status runtime_call(const char *op, tf_runtime *rt, Body &&body) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_handle(op, rt);
+        tf_status st = check_handle(rt);
         if (st != TF_OK) return st;
-        return call_usable(op, *rt->state, body);
+        return call_usable(*rt->state, body);
     });
 }
 
@@ -70,10 +73,10 @@ tf_status runtime_call(const char *op, tf_runtime *rt, Body &&body) {
 template <class Body>
 tf_status runtime_call_running_releases(const char *op, tf_runtime *rt, Body &&body) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_handle(op, rt);
+        tf_status st = check_handle(rt);
         if (st != TF_OK) return st;
         std::shared_ptr<RuntimeState> keep = rt->state;
-        return call_usable(op, *keep, body);
+        return call_usable(*keep, body);
     });
 }
 
@@ -81,7 +84,7 @@ tf_status runtime_call_running_releases(const char *op, tf_runtime *rt, Body &&b
 template <class Body>
 tf_status runtime_query(const char *op, const tf_runtime *rt, Body &&body) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_handle(op, rt);
+        tf_status st = check_handle(rt);
         if (st != TF_OK) return st;
         return body(*rt->state);
     });
@@ -90,7 +93,7 @@ tf_status runtime_query(const char *op, const tf_runtime *rt, Body &&body) {
 // tf_*_retain of an object of kind `live`.
 inline tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(op, o, live, what);
+        tf_status st = check_object(o, live, what);
         if (st == TF_OK) o->refs.fetch_add(1, std::memory_order_relaxed);
         return st;
     });
@@ -105,11 +108,11 @@ tf_status release_shared(const char *op, T *obj, uint64_t live, const char *what
                          const char *call, Destroy destroy) {
     if (!obj) return TF_OK;
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(op, &obj->base, live, what);
+        tf_status st = check_object(&obj->base, live, what);
         if (st != TF_OK || !drop_reference(&obj->base)) return st;
         std::unique_ptr<T> dead(obj);
         std::shared_ptr<RuntimeState> state = std::move(dead->base.state);
-        destroy_in_context(*state, op, call, [&] { return destroy(state->api(), *dead); });
+        destroy_in_context(*state, call, [&] { return destroy(state->api(), *dead); });
         return TF_OK;  // `state` goes last
     });
 }
@@ -120,9 +123,9 @@ template <class Body>
 tf_status object_call(const char *op, SharedObject *o, uint64_t live, const char *what,
                       Body &&body) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(op, o, live, what);
+        tf_status st = check_object(o, live, what);
         if (st != TF_OK) return st;
-        return call_usable(op, *o->state, body);
+        return call_usable(*o->state, body);
     });
 }
 

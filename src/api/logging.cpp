@@ -8,7 +8,7 @@ TF_API tf_status tf_set_log_callback(tf_log_fn fn, void *user_data) {
     static const char op[] = "tf_set_log_callback";
     return tf::guarded(op, [&]() -> tf_status {
         if (!tf::set_log_callback(fn, user_data))
-            return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+            return TF_FAIL(TF_ERROR_RUNTIME_STATE,
                            "called from inside a log callback, which would deadlock");
         return TF_OK;
     });

@@ -30,8 +30,8 @@ bool is_binary_image(const unsigned char *p, size_t size) {
     return size >= 4 && (std::memcmp(p, elf, 4) == 0 || std::memcmp(p, fatbin, 4) == 0);
 }
 
-tf_status load(const char *op, const tf::DriverApi &api, const void *image, CUmodule *out) {
-    if (!api.cuModuleLoadDataEx) return tf::fail_missing(op, "cuModuleLoadDataEx");
+tf_status load(const tf::DriverApi &api, const void *image, CUmodule *out) {
+    if (!api.cuModuleLoadDataEx) return tf::fail_missing("cuModuleLoadDataEx");
     char log[1024] = {0};
     CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof log))};
@@ -39,7 +39,7 @@ tf_status load(const char *op, const tf::DriverApi &api, const void *image, CUmo
     if (r == CUDA_SUCCESS) return TF_OK;
     log[sizeof log - 1] = '\0';
     char what[96];
-    return tf::fail(tf::status_for_cuda(r), op, "cuModuleLoadDataEx", TF_CODE_CUDA,
+    return tf::fail(tf::status_for_cuda(r), "cuModuleLoadDataEx", TF_CODE_CUDA,
                     static_cast<int32_t>(r), "cuModuleLoadDataEx failed: %s; JIT log: %.300s",
                     tf::describe_cuda(api, r, what, sizeof what), log[0] ? log : "(empty)");
 }
@@ -51,8 +51,8 @@ extern "C" {
 TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size, tf_module **out) {
     static const char op[] = "tf_module_load";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!image || !out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "image or out is NULL");
-        if (size == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "size is 0");
+        if (!image || !out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "image or out is NULL");
+        if (size == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "size is 0");
         const unsigned char *bytes = static_cast<const unsigned char *>(image);
         std::string terminated;
         if (!is_binary_image(bytes, size) && bytes[size - 1] != '\0') {
@@ -61,9 +61,9 @@ TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size, 
         }
         std::unique_ptr<tf_module> m(new tf_module);
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
-        if ((st = load(op, state.api(), image, &m->module)) != TF_OK) return st;
+        if ((st = load(state.api(), image, &m->module)) != TF_OK) return st;
         m->base.state = rt->state;
         m->base.magic.store(kLiveModule, std::memory_order_release);
         *out = m.release();
@@ -88,22 +88,22 @@ TF_API tf_status tf_module_function(tf_module *module, const char *name, void **
     static const char op[] = "tf_module_function";
     return module_call(op, module, [&](tf::RuntimeState &state) -> tf_status {
         if (!name || !out_function)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "name or out_function is NULL");
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL");
         const tf::DriverApi &api = state.api();
-        if (!api.cuModuleGetFunction) return tf::fail_missing(op, "cuModuleGetFunction");
+        if (!api.cuModuleGetFunction) return tf::fail_missing("cuModuleGetFunction");
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
         CUfunction f = nullptr;
         CUresult r = api.cuModuleGetFunction(&f, module->module, name);
         if (r == CUDA_ERROR_NOT_FOUND)
-            return tf::fail(TF_ERROR_CUDA, op, "cuModuleGetFunction", TF_CODE_CUDA,
+            return tf::fail(TF_ERROR_CUDA, "cuModuleGetFunction", TF_CODE_CUDA,
                             static_cast<int32_t>(r),
                             "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (%d): the module "
                             "has no kernel '%s' (a C++ kernel's name is mangled: declare it "
                             "extern \"C\")",
                             static_cast<int>(r), name);
-        if (r != CUDA_SUCCESS) return tf::fail_cuda(api, op, "cuModuleGetFunction", r);
+        if (r != CUDA_SUCCESS) return tf::fail_cuda(api, "cuModuleGetFunction", r);
         *out_function = f;
         return TF_OK;
     });
@@ -113,11 +113,11 @@ TF_API tf_status tf_function_set_attribute(tf_module *module, void *function, in
                                            int32_t value) {
     static const char op[] = "tf_function_set_attribute";
     return module_call(op, module, [&](tf::RuntimeState &state) -> tf_status {
-        if (!function) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "function is NULL");
+        if (!function) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "function is NULL");
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context(op);
+        tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
-        return TF_CU(state.api(), op, cuFuncSetAttribute, static_cast<CUfunction>(function),
+        return TF_CU(state.api(), cuFuncSetAttribute, static_cast<CUfunction>(function),
                      static_cast<CUfunction_attribute>(attribute), value);
     });
 }
@@ -135,23 +135,23 @@ TF_API tf_status tf_kernel_launch(tf_runtime *rt, void *function, const tf_launc
     static const char op[] = "tf_kernel_launch";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!function || !config)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "function or config is NULL");
-        tf_status st = tf::check_struct_size(op, "config", config->struct_size, kConfigMinSize,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "function or config is NULL");
+        tf_status st = tf::check_struct_size("config", config->struct_size, kConfigMinSize,
                                              "tf_launch_config_init");
         if (st != TF_OK) return st;
         tf_launch_config c;
         tf_launch_config_init(&c, sizeof c);
         if (!tf::copy_in_sized(config, &c))
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "config sets fields this library (version %s) does not know",
                            TF_VERSION_STRING);
         if (!c.grid_x || !c.grid_y || !c.grid_z || !c.block_x || !c.block_y || !c.block_z)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "grid %ux%ux%u, block %ux%ux%u: every dimension must be at least 1",
                            c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z);
         tf::CallFrame frame(rt);
-        if ((st = frame.enter(op)) != TF_OK) return st;
-        return TF_CU(state.api(), op, cuLaunchKernel, static_cast<CUfunction>(function), c.grid_x,
+        if ((st = frame.enter()) != TF_OK) return st;
+        return TF_CU(state.api(), cuLaunchKernel, static_cast<CUfunction>(function), c.grid_x,
                      c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_memory_bytes,
                      frame.stream(), args, nullptr);
     });

@@ -16,29 +16,30 @@ namespace {
 
 constexpr size_t kOptionsMinSize = offsetof(tf_compile_options, target) + sizeof(int32_t);
 
-tf_status read_options(const char *op, const tf_compile_options *in, tf_compile_options *out) {
+tf_status read_options(const tf_compile_options *in, tf_compile_options *out) {
     tf_compile_options_init(out, sizeof *out);
     if (!in) return TF_OK;
-    tf_status st = tf::check_struct_size(op, "options", in->struct_size, kOptionsMinSize,
+    tf_status st = tf::check_struct_size("options", in->struct_size, kOptionsMinSize,
                                          "tf_compile_options_init");
     if (st != TF_OK) return st;
     if (!tf::copy_in_sized(in, out))
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "options set fields this library (version %s) does not know",
                        TF_VERSION_STRING);
     if (out->target != TF_COMPILE_PTX && out->target != TF_COMPILE_CUBIN)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "target %d is neither TF_COMPILE_PTX (0) nor TF_COMPILE_CUBIN (1)",
                        static_cast<int>(out->target));
     if (out->arch < 0 || out->option_count < 0)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "arch %d and option_count %d must not be negative",
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                       "arch %d and option_count %d must not be negative",
                        static_cast<int>(out->arch), static_cast<int>(out->option_count));
     if (out->option_count > 0 && !out->options)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "options->options is NULL with option_count %d",
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "options->options is NULL with option_count %d",
                        static_cast<int>(out->option_count));
     for (int32_t i = 0; i < out->option_count; ++i)
         if (!out->options[i])
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "options->options[%d] is NULL",
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "options->options[%d] is NULL",
                            static_cast<int>(i));
     return TF_OK;
 }
@@ -91,55 +92,55 @@ Output<SizeFn, CopyFn> output(SizeFn size, const char *size_name, CopyFn copy,
 }
 
 // Reads an output into `out` (keeping the NUL NVRTC writes); on failure
-// records it for `op` as TF_ERROR_PROVIDER, naming the call that failed.
+// records it as TF_ERROR_PROVIDER, naming the call that failed.
 template <class O>
-tf_status read_output(const char *op, const tf::NvrtcApi &api, nvrtcProgram prog, const O &o,
+tf_status read_output(const tf::NvrtcApi &api, nvrtcProgram prog, const O &o,
                       std::vector<char> *out) {
     size_t n = 0;
     nvrtcResult r = o.size(prog, &n);
-    if (r != NVRTC_SUCCESS) return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, o.size_name, r);
+    if (r != NVRTC_SUCCESS) return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, o.size_name, r);
     out->assign(n > 0 ? n : 1, '\0');
     if (n > 0 && (r = o.copy(prog, out->data())) != NVRTC_SUCCESS)
-        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, o.copy_name, r);
+        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, o.copy_name, r);
     return TF_OK;
 }
 
-tf_status compile(const char *op, const tf::NvrtcApi &api, const char *source,
-                  const tf_compile_options &o, int device_arch, std::unique_ptr<tf_program> *out) {
+tf_status compile(const tf::NvrtcApi &api, const char *source, const tf_compile_options &o,
+                  int device_arch, std::unique_ptr<tf_program> *out) {
     nvrtcProgram prog = nullptr;
     nvrtcResult r = api.create(&prog, source, o.name ? o.name : "tenferro_program.cu", 0,
                                nullptr, nullptr);
     if (r != NVRTC_SUCCESS)
-        return tf::fail_nvrtc(api, r == NVRTC_ERROR_OUT_OF_MEMORY ? TF_ERROR_OUT_OF_MEMORY
-                                                                  : TF_ERROR_PROVIDER,
-                              op, "nvrtcCreateProgram", r);
+        return tf::fail_nvrtc(
+            api, r == NVRTC_ERROR_OUT_OF_MEMORY ? TF_ERROR_OUT_OF_MEMORY : TF_ERROR_PROVIDER,
+            "nvrtcCreateProgram", r);
     ProgramGuard guard{api, prog};
     std::string arch_option;
     std::vector<const char *> options = nvrtc_options(o, device_arch, &arch_option);
     nvrtcResult compiled = api.compile(prog, static_cast<int>(options.size()), options.data());
     std::vector<char> log;
     tf_status st = read_output(
-        op, api, prog,
-        output(api.log_size, "nvrtcGetProgramLogSize", api.log, "nvrtcGetProgramLog"), &log);
+        api, prog, output(api.log_size, "nvrtcGetProgramLogSize", api.log, "nvrtcGetProgramLog"),
+        &log);
     if (st != TF_OK) return st;
     std::unique_ptr<tf_program> p(new tf_program);
     p->log.assign(log.data());
     if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
         *out = std::move(p);
         const std::string &text = (*out)->log;
-        return tf::fail(TF_ERROR_COMPILE, op, "nvrtcCompileProgram", TF_CODE_NVRTC, compiled,
+        return tf::fail(TF_ERROR_COMPILE, "nvrtcCompileProgram", TF_CODE_NVRTC, compiled,
                         "NVRTC rejected the program: %s (%d); the whole log is in the returned "
                         "program (tf_program_log); it starts: %.300s",
                         tf::nvrtc_result_name(api, compiled), static_cast<int>(compiled),
                         text.c_str());
     }
     if (compiled != NVRTC_SUCCESS)
-        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, op, "nvrtcCompileProgram", compiled);
+        return tf::fail_nvrtc(api, TF_ERROR_PROVIDER, "nvrtcCompileProgram", compiled);
     st = o.target == TF_COMPILE_CUBIN
-             ? read_output(op, api, prog,
+             ? read_output(api, prog,
                            output(api.cubin_size, "nvrtcGetCUBINSize", api.cubin, "nvrtcGetCUBIN"),
                            &p->image)
-             : read_output(op, api, prog,
+             : read_output(api, prog,
                            output(api.ptx_size, "nvrtcGetPTXSize", api.ptx, "nvrtcGetPTX"),
                            &p->image);
     if (st == TF_OK) *out = std::move(p);
@@ -161,16 +162,16 @@ TF_API tf_status tf_program_compile(tf_runtime *rt, const char *source,
                                     const tf_compile_options *options, tf_program **out) {
     static const char op[] = "tf_program_compile";
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        if (!source) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "source is NULL");
-        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "out is NULL");
+        if (!source) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "source is NULL");
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
         tf_compile_options o;
-        tf_status st = read_options(op, options, &o);
+        tf_status st = read_options(options, &o);
         if (st != TF_OK) return st;
-        const tf::NvrtcApi *api = tf::load_nvrtc(op);
+        const tf::NvrtcApi *api = tf::load_nvrtc();
         if (!api) return tf::current_error().status;
         const tf_device_properties &dev = state.info();
         std::unique_ptr<tf_program> program;
-        st = compile(op, *api, source, o,
+        st = compile(*api, source, o,
                      dev.compute_capability_major * 10 + dev.compute_capability_minor, &program);
         if (program) *out = program.release();  // TF_OK and TF_ERROR_COMPILE
         return st;
@@ -182,9 +183,9 @@ TF_API tf_status tf_program_image(const tf_program *program, const void **out_im
     static const char op[] = "tf_program_image";
     return tf::guarded(op, [&]() -> tf_status {
         if (!program || !out_image || !out_size)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "program, out_image or out_size is NULL");
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "program, out_image or out_size is NULL");
         if (program->image.empty())
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "the program did not compile, so it has no image; see tf_program_log");
         *out_image = program->image.data();
         *out_size = program->image.size();
@@ -196,7 +197,7 @@ TF_API tf_status tf_program_log(const tf_program *program, const char **out_log)
     static const char op[] = "tf_program_log";
     return tf::guarded(op, [&]() -> tf_status {
         if (!program || !out_log)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "program or out_log is NULL");
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "program or out_log is NULL");
         *out_log = program->log.c_str();
         return TF_OK;
     });

@@ -5,19 +5,18 @@
 
 namespace tf {
 
-tf_status ContextScope::fail_missing_entry(const DriverApi &api, const char *op) {
-    return fail_missing(op, api.cuCtxGetCurrent ? "cuCtxSetCurrent" : "cuCtxGetCurrent");
+tf_status ContextScope::fail_missing_entry(const DriverApi &api) {
+    return fail_missing(api.cuCtxGetCurrent ? "cuCtxSetCurrent" : "cuCtxGetCurrent");
 }
 
-tf_status ContextScope::fail_read(const DriverApi &api, const char *op, CUresult r) {
-    return fail_cuda(api, op, "cuCtxGetCurrent", r);
+tf_status ContextScope::fail_read(const DriverApi &api, CUresult r) {
+    return fail_cuda(api, "cuCtxGetCurrent", r);
 }
 
-tf_status ContextScope::switch_from(const DriverApi &api, CUcontext current, CUcontext target,
-                                    const char *op) {
+tf_status ContextScope::switch_from(const DriverApi &api, CUcontext current, CUcontext target) {
     CUresult r = api.cuCtxSetCurrent(target);
     if (r != CUDA_SUCCESS) {
-        tf_status st = fail_cuda(api, op, "cuCtxSetCurrent", r);
+        tf_status st = fail_cuda(api, "cuCtxSetCurrent", r);
         // The failed call may still have changed the current context; put
         // the caller's back unconditionally (asking first could fail too),
         // so a failure never leaves the thread elsewhere.
@@ -27,12 +26,11 @@ tf_status ContextScope::switch_from(const DriverApi &api, CUcontext current, CUc
             log(TF_LOG_WARNING,
                 "%s: failed to roll back a partial context activation: cuCtxSetCurrent "
                 "returned %s",
-                op, describe_cuda(api, back, what, sizeof what));
+                current_operation(), describe_cuda(api, back, what, sizeof what));
         }
         return st;
     }
     api_ = &api;
-    op_ = op;
     saved_ = current;
     exit_ = Exit::restore;
     return TF_OK;
@@ -48,7 +46,8 @@ void ContextScope::restore() {
     char what[96];
     log(TF_LOG_WARNING,
         "%s: failed to restore the caller's CUDA context %p: cuCtxSetCurrent returned %s",
-        op_, static_cast<void *>(saved_), describe_cuda(*api_, r, what, sizeof what));
+        current_operation(), static_cast<void *>(saved_),
+        describe_cuda(*api_, r, what, sizeof what));
 }
 
 }  // namespace tf

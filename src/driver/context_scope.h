@@ -33,30 +33,30 @@ public:
 
     // Makes `target` current.  On failure the thread's context is what it
     // was (a partial activation is rolled back) and the error is recorded.
-    tf_status enter(const DriverApi &api, CUcontext target, const char *op) {
+    tf_status enter(const DriverApi &api, CUcontext target) {
         CUcontext current = nullptr;
-        tf_status st = read_current(api, op, &current);
+        tf_status st = read_current(api, &current);
         if (st != TF_OK || current == target) return st;  // fast path: one driver call
-        return switch_from(api, current, target, op);
+        return switch_from(api, current, target);
     }
 
     // As enter(), for a scope in which caller code runs: the caller's
     // context is back at scope end even when that code changed it.
-    tf_status enter_for_caller_code(const DriverApi &api, CUcontext target, const char *op) {
+    tf_status enter_for_caller_code(const DriverApi &api, CUcontext target) {
         CUcontext current = nullptr;
-        tf_status st = read_current(api, op, &current);
+        tf_status st = read_current(api, &current);
         if (st != TF_OK) return st;
-        if (current != target) return switch_from(api, current, target, op);
-        watch(api, current, op);  // fast path: nothing to switch, ask again at the end
+        if (current != target) return switch_from(api, current, target);
+        watch(api, current);  // fast path: nothing to switch, ask again at the end
         return TF_OK;
     }
 
     // Switches nothing: keeps the context current now across caller code
     // run before the scope ends (one cuCtxGetCurrent now, one at the end).
-    tf_status hold(const DriverApi &api, const char *op) {
+    tf_status hold(const DriverApi &api) {
         CUcontext current = nullptr;
-        tf_status st = read_current(api, op, &current);
-        if (st == TF_OK) watch(api, current, op);
+        tf_status st = read_current(api, &current);
+        if (st == TF_OK) watch(api, current);
         return st;
     }
 
@@ -84,27 +84,22 @@ private:
     // check that it is still current (and put it back if not).
     enum class Exit : uint8_t { none, restore, verify };
 
-    static tf_status read_current(const DriverApi &api, const char *op, CUcontext *out) {
-        if (!api.cuCtxGetCurrent || !api.cuCtxSetCurrent) return fail_missing_entry(api, op);
+    static tf_status read_current(const DriverApi &api, CUcontext *out) {
+        if (!api.cuCtxGetCurrent || !api.cuCtxSetCurrent) return fail_missing_entry(api);
         CUresult r = api.cuCtxGetCurrent(out);
-        return r == CUDA_SUCCESS ? TF_OK : fail_read(api, op, r);
+        return r == CUDA_SUCCESS ? TF_OK : fail_read(api, r);
     }
-    void watch(const DriverApi &api, CUcontext current, const char *op) {
+    void watch(const DriverApi &api, CUcontext current) {
         api_ = &api;
-        op_ = op;
         saved_ = current;
         exit_ = Exit::verify;
     }
-    static tf_status fail_missing_entry(const DriverApi &api, const char *op)
-        __attribute__((cold, noinline));
-    static tf_status fail_read(const DriverApi &api, const char *op, CUresult r)
-        __attribute__((cold, noinline));
-    tf_status switch_from(const DriverApi &api, CUcontext current, CUcontext target,
-                          const char *op);
+    static tf_status fail_missing_entry(const DriverApi &api) __attribute__((cold, noinline));
+    static tf_status fail_read(const DriverApi &api, CUresult r) __attribute__((cold, noinline));
+    tf_status switch_from(const DriverApi &api, CUcontext current, CUcontext target);
     void restore();  // exit_ back to none; the saved context made current
 
     const DriverApi *api_ = nullptr;
-    const char *op_ = nullptr;
     CUcontext saved_ = nullptr;
     Exit exit_ = Exit::none;
     bool quiet_when_deinitialized_ = false;

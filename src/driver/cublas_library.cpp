@@ -36,7 +36,7 @@ const LoadedVendor<CublasApi> *loaded() {
 
 }  // namespace
 
-const CublasApi *load_cublas(const char *op) { return require_vendor(loaded(), op, "cuBLAS"); }
+const CublasApi *load_cublas() { return require_vendor(loaded(), "cuBLAS"); }
 
 bool cublas_loadable() { return vendor_loadable(loaded()); }
 
@@ -46,13 +46,13 @@ const char *cublas_status_name(const CublasApi &api, int32_t status) {
     return name ? name : "cuBLAS status";
 }
 
-tf_status fail_cublas(const CublasApi &api, const char *op, const char *call, int32_t status) {
+tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
     const char *text = api.status_string
                            ? api.status_string(static_cast<cublasStatus_t>(status))
                            : nullptr;
-    return fail(TF_ERROR_PROVIDER, op, call, TF_CODE_CUBLAS, status,
-                "cuBLAS %s failed: %s (%d): %s", call, cublas_status_name(api, status),
-                static_cast<int>(status), text ? text : "no description");
+    return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status, "cuBLAS %s failed: %s (%d): %s",
+                call, cublas_status_name(api, status), static_cast<int>(status),
+                text ? text : "no description");
 }
 
 }  // namespace tf

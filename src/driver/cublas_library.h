@@ -28,8 +28,8 @@ struct CublasApi {
 constexpr const char kCublasPathEnv[] = "TENFERRO_GPU_CUBLAS";
 
 // The loaded table, or NULL after recording TF_ERROR_LIBRARY_NOT_FOUND or
-// TF_ERROR_NOT_SUPPORTED for `op`.
-const CublasApi *load_cublas(const char *op);
+// TF_ERROR_NOT_SUPPORTED.
+const CublasApi *load_cublas();
 
 // Whether load_cublas would succeed; records nothing.
 bool cublas_loadable();
@@ -37,9 +37,9 @@ bool cublas_loadable();
 // "CUBLAS_STATUS_X", or "cuBLAS status" when this cuBLAS cannot name it.
 const char *cublas_status_name(const CublasApi &api, int32_t status);
 
-// Records "<op>: cuBLAS <call> failed: CUBLAS_STATUS_X (n): text" as
+// Records "<operation>: cuBLAS <call> failed: CUBLAS_STATUS_X (n): text" as
 // TF_ERROR_PROVIDER with code domain TF_CODE_CUBLAS.
-tf_status fail_cublas(const CublasApi &api, const char *op, const char *call, int32_t status)
+tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status)
     __attribute__((cold, noinline));
 
 }  // namespace tf

@@ -37,24 +37,23 @@ const char *describe_cuda(const DriverApi &api, CUresult r, char *buf, size_t ca
     return buf;
 }
 
-tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r) {
-    return fail_cuda(api, op, call, r, nullptr);
+tf_status fail_cuda(const DriverApi &api, const char *call, CUresult r) {
+    return fail_cuda(api, call, r, nullptr);
 }
 
-tf_status fail_cuda(const DriverApi &api, const char *op, const char *call, CUresult r,
-                    const char *consequence) {
+tf_status fail_cuda(const DriverApi &api, const char *call, CUresult r, const char *consequence) {
     char what[96];
     describe_cuda(api, r, what, sizeof what);
     const char *text = nullptr;
     if (!api.cuGetErrorString || api.cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
         text = "no description";
-    return fail(status_for_cuda(r), op, call, TF_CODE_CUDA, static_cast<int32_t>(r),
+    return fail(status_for_cuda(r), call, TF_CODE_CUDA, static_cast<int32_t>(r),
                 "%s failed: %s: %s%s%s", call, what, text, consequence ? "; " : "",
                 consequence ? consequence : "");
 }
 
-tf_status fail_missing(const char *op, const char *call) {
-    return fail(TF_ERROR_NOT_SUPPORTED, op, call, TF_CODE_NONE, 0,
+tf_status fail_missing(const char *call) {
+    return fail(TF_ERROR_NOT_SUPPORTED, call, TF_CODE_NONE, 0,
                 "the CUDA driver does not provide %s, which this call needs", call);
 }
 

@@ -9,10 +9,9 @@
 namespace tf {
 namespace {
 
-tf_status attribute(const DriverApi &api, const char *op, CUdevice device,
-                    CUdevice_attribute attr, int32_t *out) {
+tf_status attribute(const DriverApi &api, CUdevice device, CUdevice_attribute attr, int32_t *out) {
     int value = 0;
-    tf_status st = TF_CU(api, op, cuDeviceGetAttribute, &value, attr, device);
+    tf_status st = TF_CU(api, cuDeviceGetAttribute, &value, attr, device);
     if (st == TF_OK) *out = value;
     return st;
 }
@@ -28,26 +27,26 @@ std::string uuid_text(const uint8_t (&u)[16]) {
 
 }  // namespace
 
-tf_status count_devices(const DriverApi &api, const char *op, int32_t *out) {
+tf_status count_devices(const DriverApi &api, int32_t *out) {
     int count = 0;
-    tf_status st = TF_CU(api, op, cuDeviceGetCount, &count);
+    tf_status st = TF_CU(api, cuDeviceGetCount, &count);
     if (st == TF_OK) *out = count;
     return st;
 }
 
-tf_status describe_device(const DriverApi &api, const char *op, int32_t ordinal, CUdevice device,
+tf_status describe_device(const DriverApi &api, int32_t ordinal, CUdevice device,
                           tf_device_properties *out) {
     std::memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     out->ordinal = ordinal;
-    tf_status st = TF_CU(api, op, cuDeviceGetName, out->name, TF_DEVICE_NAME_CAPACITY, device);
+    tf_status st = TF_CU(api, cuDeviceGetName, out->name, TF_DEVICE_NAME_CAPACITY, device);
     if (st != TF_OK) return st;
     out->name[TF_DEVICE_NAME_CAPACITY - 1] = '\0';
     CUuuid uuid;
-    if ((st = TF_CU(api, op, cuDeviceGetUuid, &uuid, device)) != TF_OK) return st;
+    if ((st = TF_CU(api, cuDeviceGetUuid, &uuid, device)) != TF_OK) return st;
     std::memcpy(out->uuid, uuid.bytes, sizeof out->uuid);
     size_t bytes = 0;
-    if ((st = TF_CU(api, op, cuDeviceTotalMem, &bytes, device)) != TF_OK) return st;
+    if ((st = TF_CU(api, cuDeviceTotalMem, &bytes, device)) != TF_OK) return st;
     out->total_memory_bytes = bytes;
     const struct {
         CUdevice_attribute attr;
@@ -61,23 +60,24 @@ tf_status describe_device(const DriverApi &api, const char *op, int32_t ordinal,
         {CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, &out->pci_device_id},
     };
     for (const auto &a : attrs)
-        if ((st = attribute(api, op, device, a.attr, a.field)) != TF_OK) return st;
+        if ((st = attribute(api, device, a.attr, a.field)) != TF_OK) return st;
     return TF_OK;
 }
 
 std::string list_devices(const DriverApi &api) {
     KeepLastError keep;  // part of another failure's message, never one itself
+    OperationScope operation("list_devices");
     std::string text;
     int32_t count = 0;
-    if (count_devices(api, "list_devices", &count) != TF_OK)
+    if (count_devices(api, &count) != TF_OK)
         return std::string("device discovery failed too: ") + current_error().message;
     text = std::to_string(count) + (count == 1 ? " device" : " devices");
     if (count == 0) text = "no devices";
     for (int32_t i = 0; i < count; ++i) {
         CUdevice dev = 0;
         tf_device_properties info;
-        if (TF_CU(api, "list_devices", cuDeviceGet, &dev, i) != TF_OK ||
-            describe_device(api, "list_devices", i, dev, &info) != TF_OK) {
+        if (TF_CU(api, cuDeviceGet, &dev, i) != TF_OK ||
+            describe_device(api, i, dev, &info) != TF_OK) {
             text += (i ? ", " : ": ") + std::to_string(i) + " (cannot be described)";
             continue;
         }
@@ -87,18 +87,18 @@ std::string list_devices(const DriverApi &api) {
     return text;
 }
 
-tf_status lookup_device(const DriverApi &api, const char *op, int32_t ordinal, CUdevice *out) {
+tf_status lookup_device(const DriverApi &api, int32_t ordinal, CUdevice *out) {
     if (ordinal < 0)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "device ordinal %d is negative; found %s",
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "device ordinal %d is negative; found %s",
                        static_cast<int>(ordinal), list_devices(api).c_str());
-    if (!api.cuDeviceGet) return fail_missing(op, "cuDeviceGet");
+    if (!api.cuDeviceGet) return fail_missing("cuDeviceGet");
     CUdevice dev = 0;
     CUresult r = api.cuDeviceGet(&dev, ordinal);
     if (r == CUDA_ERROR_INVALID_DEVICE)
-        return fail(TF_ERROR_DEVICE_UNAVAILABLE, op, "cuDeviceGet", TF_CODE_CUDA, r,
+        return fail(TF_ERROR_DEVICE_UNAVAILABLE, "cuDeviceGet", TF_CODE_CUDA, r,
                     "device %d is not available; found %s", static_cast<int>(ordinal),
                     list_devices(api).c_str());
-    if (r != CUDA_SUCCESS) return fail_cuda(api, op, "cuDeviceGet", r);
+    if (r != CUDA_SUCCESS) return fail_cuda(api, "cuDeviceGet", r);
     *out = dev;
     return TF_OK;
 }

@@ -98,29 +98,29 @@ LoadResult g_result;
 
 }  // namespace
 
-const DriverApi *load_driver(const char *op) {
+const DriverApi *load_driver() {
     if (!load_once(Loaded::driver).run([] { g_result = open_driver_api(); })) {
-        fail_lost_load(op, "the CUDA driver");
+        fail_lost_load("the CUDA driver");
         return nullptr;
     }
     const LoadResult &result = g_result;
     if (!result.api) {
-        tf::fail(result.status, op, result.call, TF_CODE_NONE, 0, "%s", result.detail);
+        tf::fail(result.status, result.call, TF_CODE_NONE, 0, "%s", result.detail);
         return nullptr;
     }
     return result.api;
 }
 
-const DriverApi *init_driver(const char *op) {
-    const DriverApi *api = load_driver(op);
+const DriverApi *init_driver() {
+    const DriverApi *api = load_driver();
     if (!api || g_initialized.load(std::memory_order_acquire)) return api;
     if (!api->cuInit) {
-        fail_missing(op, "cuInit");
+        fail_missing("cuInit");
         return nullptr;
     }
     CUresult r = api->cuInit(0);
     if (r != CUDA_SUCCESS) {
-        fail_cuda(*api, op, "cuInit", r);
+        fail_cuda(*api, "cuInit", r);
         return nullptr;
     }
     g_initialized.store(true, std::memory_order_release);

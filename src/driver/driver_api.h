@@ -27,11 +27,11 @@ struct DriverApi {
 // Loads the driver once per process (later calls return the same result).
 // Returns NULL after recording TF_ERROR_DRIVER_NOT_FOUND, _DRIVER_STUB or
 // _DRIVER_TOO_OLD.  The driver stays loaded until the process exits.
-const DriverApi *load_driver(const char *op);
+const DriverApi *load_driver();
 
 // load_driver, then cuInit.  cuInit is retried by later calls until it
 // succeeds once.  Returns NULL after recording the failure.
-const DriverApi *init_driver(const char *op);
+const DriverApi *init_driver();
 
 // Environment variable naming an absolute path to use instead of libcuda.so.1.
 constexpr const char kDriverPathEnv[] = "TENFERRO_GPU_CUDA_DRIVER";

@@ -54,8 +54,8 @@ void LoadOnce::after_fork_child() {
 
 LoadOnce &load_once(Loaded which) { return g_loads[static_cast<int>(which)]; }
 
-tf_status fail_lost_load(const char *op, const char *what) {
-    return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+tf_status fail_lost_load(const char *what) {
+    return TF_FAIL(TF_ERROR_RUNTIME_STATE,
                    "%s was being loaded by another thread when this process was forked; that "
                    "load never finishes in this process (load it before fork(), or only in the "
                    "child)",

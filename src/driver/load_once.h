@@ -57,8 +57,8 @@ private:
 enum class Loaded { driver, cublas, nvrtc, count };
 LoadOnce &load_once(Loaded which);
 
-// Records TF_ERROR_RUNTIME_STATE for `op`: `what` ("the CUDA driver") was
+// Records TF_ERROR_RUNTIME_STATE: `what` ("the CUDA driver") was
 // being loaded by another thread when this process was forked.
-tf_status fail_lost_load(const char *op, const char *what);
+tf_status fail_lost_load(const char *what);
 
 }  // namespace tf

@@ -35,7 +35,7 @@ const LoadedVendor<NvrtcApi> *loaded() { return load_vendor(Loaded::nvrtc, &g_lo
 
 }  // namespace
 
-const NvrtcApi *load_nvrtc(const char *op) { return require_vendor(loaded(), op, "NVRTC"); }
+const NvrtcApi *load_nvrtc() { return require_vendor(loaded(), "NVRTC"); }
 
 bool nvrtc_loadable() { return vendor_loadable(loaded()); }
 
@@ -44,11 +44,9 @@ const char *nvrtc_result_name(const NvrtcApi &api, nvrtcResult r) {
     return name ? name : "NVRTC result";
 }
 
-tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *op, const char *call,
-                     nvrtcResult r) {
-    return fail(status, op, call, TF_CODE_NVRTC, static_cast<int32_t>(r),
-                "NVRTC %s failed: %s (%d)", call, nvrtc_result_name(api, r),
-                static_cast<int>(r));
+tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *call, nvrtcResult r) {
+    return fail(status, call, TF_CODE_NVRTC, static_cast<int32_t>(r), "NVRTC %s failed: %s (%d)",
+                call, nvrtc_result_name(api, r), static_cast<int>(r));
 }
 
 }  // namespace tf

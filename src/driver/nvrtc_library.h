@@ -26,19 +26,19 @@ struct NvrtcApi {
 constexpr const char kNvrtcPathEnv[] = "TENFERRO_GPU_NVRTC";
 
 // The loaded table, or NULL after recording TF_ERROR_LIBRARY_NOT_FOUND or
-// TF_ERROR_NOT_SUPPORTED for `op`.
-const NvrtcApi *load_nvrtc(const char *op);
+// TF_ERROR_NOT_SUPPORTED.
+const NvrtcApi *load_nvrtc();
 
 // Whether load_nvrtc would succeed; records nothing.
 bool nvrtc_loadable();
 
-// Records "<op>: NVRTC <call> failed: NVRTC_ERROR_X (n)" with code domain
+// Records "<operation>: NVRTC <call> failed: NVRTC_ERROR_X (n)" with code domain
 // TF_CODE_NVRTC as `status` (TF_ERROR_PROVIDER unless the caller knows
 // better).
 // "NVRTC_ERROR_X", or "NVRTC result" when NVRTC cannot name it.
 const char *nvrtc_result_name(const NvrtcApi &api, nvrtcResult r);
 
-tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *op, const char *call,
-                     nvrtcResult r) __attribute__((cold, noinline));
+tf_status fail_nvrtc(const NvrtcApi &api, tf_status status, const char *call, nvrtcResult r)
+    __attribute__((cold, noinline));
 
 }  // namespace tf

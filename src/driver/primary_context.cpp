@@ -5,9 +5,9 @@
 
 namespace tf {
 
-tf_status PrimaryContextRetain::retain(const DriverApi &api, CUdevice device, const char *op) {
+tf_status PrimaryContextRetain::retain(const DriverApi &api, CUdevice device) {
     CUcontext ctx = nullptr;
-    tf_status st = TF_CU(api, op, cuDevicePrimaryCtxRetain, &ctx, device);
+    tf_status st = TF_CU(api, cuDevicePrimaryCtxRetain, &ctx, device);
     if (st != TF_OK) return st;
     api_ = &api;
     device_ = device;

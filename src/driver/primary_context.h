@@ -16,7 +16,7 @@ public:
     PrimaryContextRetain &operator=(const PrimaryContextRetain &) = delete;
 
     // Retains the primary context of `device`.
-    tf_status retain(const DriverApi &api, CUdevice device, const char *op);
+    tf_status retain(const DriverApi &api, CUdevice device);
 
     // Drops the retain now; a failure is logged (quietly skipped when the
     // driver is already deinitialized).  Idempotent.

@@ -82,8 +82,8 @@ void refuse_missing_symbol(VendorLibrary *lib, const char *what, const char *sym
                   what, lib->loaded, symbol, what);
 }
 
-tf_status fail_vendor_library(const VendorLibrary &lib, const char *op) {
-    return fail(lib.status, op, lib.call, TF_CODE_NONE, 0, "%s", lib.detail);
+tf_status fail_vendor_library(const VendorLibrary &lib) {
+    return fail(lib.status, lib.call, TF_CODE_NONE, 0, "%s", lib.detail);
 }
 
 }  // namespace tf

@@ -34,8 +34,8 @@ VendorLibrary open_vendor_library(const VendorLibrarySpec &spec);
 // (TF_ERROR_NOT_SUPPORTED).
 void refuse_missing_symbol(VendorLibrary *lib, const char *what, const char *symbol);
 
-// Records lib's failure as the thread's error for `op`; returns its status.
-tf_status fail_vendor_library(const VendorLibrary &lib, const char *op);
+// Records lib's failure as the thread's error; returns its status.
+tf_status fail_vendor_library(const VendorLibrary &lib);
 
 // A library's function table with the outcome of loading it; kept in a
 // function-local static of its loader, read-only once made.
@@ -44,10 +44,10 @@ struct LoadedVendor {
     Api api;
     VendorLibrary lib;
 
-    // The table, or NULL after recording the load failure for `op`.
-    const Api *require(const char *op) const {
+    // The table, or NULL after recording the load failure.
+    const Api *require() const {
         if (lib.status == TF_OK) return &api;
-        fail_vendor_library(lib, op);
+        fail_vendor_library(lib);
         return nullptr;
     }
 };
@@ -60,15 +60,15 @@ const LoadedVendor<Api> *load_vendor(Loaded which, LoadedVendor<Api> *slot, Open
     return load_once(which).run([&] { *slot = open(); }) ? slot : nullptr;
 }
 
-// The table of a load_vendor() outcome for `op`, or NULL after recording
+// The table of a load_vendor() outcome, or NULL after recording
 // why there is none (`what`, "cuBLAS", names the library).
 template <class Api>
-const Api *require_vendor(const LoadedVendor<Api> *loaded, const char *op, const char *what) {
+const Api *require_vendor(const LoadedVendor<Api> *loaded, const char *what) {
     if (!loaded) {
-        fail_lost_load(op, what);
+        fail_lost_load(what);
         return nullptr;
     }
-    return loaded->require(op);
+    return loaded->require();
 }
 
 // Whether a load_vendor() outcome is usable; records nothing.

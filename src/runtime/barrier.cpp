@@ -8,8 +8,6 @@ namespace tf {
 // The barrier proved the caller's slot done up to now, so its retirements
 // queued before it all complete here; other slots are only polled (their
 // finished retirements run, nothing waits for them).
-tf_status after_barrier(RuntimeState &state, const char *op) {
-    return state.retirements().poll(state.api(), op);
-}
+tf_status after_barrier(RuntimeState &state) { return state.retirements().poll(state.api()); }
 
 }  // namespace tf

@@ -7,6 +7,6 @@ namespace tf {
 
 // Called after tf_runtime_sync's stream barrier, with the primary context
 // current: runs the workspace retirements the device has passed.
-tf_status after_barrier(RuntimeState &state, const char *op);
+tf_status after_barrier(RuntimeState &state);
 
 }  // namespace tf

@@ -43,28 +43,28 @@ public:
     CallFrame &operator=(const CallFrame &) = delete;
 
     // Makes the runtime's primary context current until the frame goes.
-    tf_status enter_context(const char *op, CallerCode code = CallerCode::none) {
+    tf_status enter_context(CallerCode code = CallerCode::none) {
         return code == CallerCode::runs
-                   ? scope_.enter_for_caller_code(state_.api(), state_.context(), op)
-                   : scope_.enter(state_.api(), state_.context(), op);
+                   ? scope_.enter_for_caller_code(state_.api(), state_.context())
+                   : scope_.enter(state_.api(), state_.context());
     }
     // enter_context(), then the stream of the handle's slot on this thread.
-    tf_status enter(const char *op, CallerCode code = CallerCode::none) {
-        return enter_slot(op, handle_slot(rt_), code);
+    tf_status enter(CallerCode code = CallerCode::none) {
+        return enter_slot(handle_slot(rt_), code);
     }
     // enter_context(), then the stream of slot `slot`.
-    tf_status enter_slot(const char *op, int slot, CallerCode code = CallerCode::none) {
-        tf_status st = enter_context(op, code);
+    tf_status enter_slot(int slot, CallerCode code = CallerCode::none) {
+        tf_status st = enter_context(code);
         if (st != TF_OK) return st;
         slot_ = slot;
-        return state_.slot_stream(op, slot, &stream_);
+        return state_.slot_stream(slot, &stream_);
     }
     // After enter(): holds the slot's lock until the frame goes.  A thread
     // that already holds it (a callback calling back into its own slot)
     // gets TF_ERROR_RUNTIME_STATE instead of a deadlock.
-    tf_status lock_slot(const char *op) {
+    tf_status lock_slot() {
         SlotLock &lock = state_.slot(slot_).lock;
-        tf_status st = lock.lock(op, slot_);
+        tf_status st = lock.lock(slot_);
         if (st == TF_OK) locked_ = &lock;
         return st;
     }
@@ -88,8 +88,8 @@ private:
 // The checks of a copy between host and device memory, after enter(): the
 // device range inside one allocation of the runtime's device, and the kind
 // of host memory (*host_kind).
-tf_status check_host_transfer(const CallFrame &frame, const char *op, const char *device_name,
-                              uint64_t device, const char *host_name, const void *host,
-                              size_t len, HostMemory *host_kind);
+tf_status check_host_transfer(const CallFrame &frame, const char *device_name, uint64_t device,
+                              const char *host_name, const void *host, size_t len,
+                              HostMemory *host_kind);
 
 }  // namespace tf

@@ -4,7 +4,7 @@
 
 namespace tf {
 
-tf_status memory_pools_supported(const RuntimeState &state, const char *op, bool *out) {
+tf_status memory_pools_supported(const RuntimeState &state, bool *out) {
     std::atomic<int> &cached = state.transfers().memory_pools;
     int known = cached.load(std::memory_order_relaxed);
     if (known >= 0) {
@@ -14,7 +14,7 @@ tf_status memory_pools_supported(const RuntimeState &state, const char *op, bool
     const DriverApi &api = state.api();
     int value = 0;
     if (api.cuMemAllocAsync && api.cuMemFreeAsync) {
-        tf_status st = TF_CU(api, op, cuDeviceGetAttribute, &value,
+        tf_status st = TF_CU(api, cuDeviceGetAttribute, &value,
                              CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, state.device());
         if (st != TF_OK) return st;
     }

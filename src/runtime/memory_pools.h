@@ -9,6 +9,6 @@ namespace tf {
 // *out: the device reports CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED and the
 // driver provides both stream-ordered entry points.  Asked once per runtime
 // (no context needed); a failed query is returned and asked again next time.
-tf_status memory_pools_supported(const RuntimeState &state, const char *op, bool *out);
+tf_status memory_pools_supported(const RuntimeState &state, bool *out);
 
 }  // namespace tf

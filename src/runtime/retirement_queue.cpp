@@ -27,7 +27,7 @@ void destroy_event(const DriverApi &api, CUevent e) {
 
 // TF_ERROR_CUDA (or the status of the wait's result) naming the failed wait
 // and what leaked; TF_OK when nothing did.
-tf_status report(const DriverApi &api, const char *op, const RetirementLeaks &leaks) {
+tf_status report(const DriverApi &api, const RetirementLeaks &leaks) {
     if (leaks.count == 0) return TF_OK;
     char consequence[160];
     std::snprintf(consequence, sizeof consequence,
@@ -35,18 +35,18 @@ tf_status report(const DriverApi &api, const char *op, const RetirementLeaks &le
                   "stream proved the device done with it",
                   static_cast<unsigned long long>(leaks.count), leaks.count == 1 ? "" : "s",
                   leaks.first);
-    return fail_cuda(api, op, "cuStreamSynchronize", leaks.first_result, consequence);
+    return fail_cuda(api, "cuStreamSynchronize", leaks.first_result, consequence);
 }
 
 }  // namespace
 
-void run_release(const DriverApi &api, const char *op, const Retirement &r) {
+void run_release(const DriverApi &api, const Retirement &r) {
     KeepLastError keep_error;  // a release has no caller to report to: log instead
     // The primary context is current; a release that moves the thread is
     // undone before the library goes on (more releases, stream waits).
     ContextScope keep_context;
-    keep_context.hold(api, op);
-    if (catch_callback(op, [&] { r.release(r.resource, r.user_data); }) != TF_OK)
+    keep_context.hold(api);
+    if (catch_callback([&] { r.release(r.resource, r.user_data); }) != TF_OK)
         log(TF_LOG_ERROR, "%s (the release of retired resource %p)", current_error().message,
             r.resource);
 }
@@ -57,8 +57,8 @@ void run_release(const DriverApi &api, const char *op, const Retirement &r) {
 // whose wait never returned (their events are destroyed).
 class RetirementQueue::Resolution {
 public:
-    Resolution(RetirementQueue &queue, const DriverApi &api, const char *op, Found &found)
-        : queue_(queue), api_(api), op_(op), found_(found) {}
+    Resolution(RetirementQueue &queue, const DriverApi &api, Found &found)
+        : queue_(queue), api_(api), found_(found) {}
     Resolution(const Resolution &) = delete;
     Resolution &operator=(const Resolution &) = delete;
     ~Resolution() {
@@ -84,12 +84,12 @@ private:
         log(TF_LOG_WARNING,
             "%s: leaking %zu retired resource%s whose release never ran: the thread unwound "
             "(cancelled, or a release exited the thread) before running it",
-            op_, never_started + unresolved, never_started + unresolved == 1 ? "" : "s");
+            current_operation(), never_started + unresolved,
+            never_started + unresolved == 1 ? "" : "s");
     }
 
     RetirementQueue &queue_;
     const DriverApi &api_;
-    const char *op_;
     Found &found_;
 };
 
@@ -134,10 +134,9 @@ void RetirementQueue::collect_locked(const DriverApi &api, Found *found) {
     }
 }
 
-RetirementLeaks RetirementQueue::finish(const DriverApi &api, const char *op, Found *found) {
-    Resolution progress(*this, api, op, *found);
-    while (progress.done < found->done.size())
-        run_release(api, op, found->done[progress.done++].r);
+RetirementLeaks RetirementQueue::finish(const DriverApi &api, Found *found) {
+    Resolution progress(*this, api, *found);
+    while (progress.done < found->done.size()) run_release(api, found->done[progress.done++].r);
     RetirementLeaks leaks;
     while (progress.failed < found->failed.size()) {
         Entry &e = found->failed[progress.failed];
@@ -151,7 +150,7 @@ RetirementLeaks RetirementQueue::finish(const DriverApi &api, const char *op, Fo
         }
         ++progress.failed;
         if (w == CUDA_SUCCESS) {
-            run_release(api, op, e.r);
+            run_release(api, e.r);
             continue;
         }
         leaks.add(e.r.resource, w);
@@ -159,16 +158,14 @@ RetirementLeaks RetirementQueue::finish(const DriverApi &api, const char *op, Fo
         log(TF_LOG_WARNING,
             "%s: leaking retired resource %p: neither its event (cuEventQuery) nor its stream "
             "(cuStreamSynchronize: %s) proved the device done with it",
-            op, e.r.resource, describe_cuda(api, w, what, sizeof what));
+            current_operation(), e.r.resource, describe_cuda(api, w, what, sizeof what));
     }
-    while (progress.last < found->last.size())
-        run_release(api, op, found->last[progress.last++].r);
+    while (progress.last < found->last.size()) run_release(api, found->last[progress.last++].r);
     return leaks;
 }
 
-tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot_count,
-                                  uint32_t capacity, int slot, CUstream stream,
-                                  const Retirement &r) {
+tf_status RetirementQueue::retire(const DriverApi &api, int slot_count, uint32_t capacity, int slot,
+                                  CUstream stream, const Retirement &r) {
     Found found;
     bool queued = false;
     {
@@ -191,8 +188,8 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
             if (++stats_.in_flight > stats_.max_in_flight) stats_.max_in_flight = stats_.in_flight;
         }
     }
-    RetirementLeaks earlier = finish(api, op, &found);  // older releases first
-    tf_status st = queued ? TF_OK : barrier_fallback(api, op, stream, r, &earlier);
+    RetirementLeaks earlier = finish(api, &found);  // older releases first
+    tf_status st = queued ? TF_OK : barrier_fallback(api, stream, r, &earlier);
     if (earlier.count != 0) {
         // Not this call's status, which is about the caller's own resource:
         // the next poll or sync reports them.
@@ -205,7 +202,7 @@ tf_status RetirementQueue::retire(const DriverApi &api, const char *op, int slot
 // Waits for the caller's stream instead of queueing `r`.  The wait also
 // passed this slot's older retirements; they are released first, so the
 // slot's releases stay in retirement order.
-tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
+tf_status RetirementQueue::barrier_fallback(const DriverApi &api, CUstream stream,
                                             const Retirement &r, RetirementLeaks *earlier) {
     CUresult w = wait_for(api, stream);
     if (w != CUDA_SUCCESS) {
@@ -214,7 +211,7 @@ tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op
             ++stats_.barrier_fallbacks;
             ++stats_.leaked;
         }
-        return fail_cuda(api, op, "cuStreamSynchronize", w);
+        return fail_cuda(api, "cuStreamSynchronize", w);
     }
     Found found;
     {
@@ -224,7 +221,7 @@ tf_status RetirementQueue::barrier_fallback(const DriverApi &api, const char *op
         ++stats_.released;
         found.last.push_back(Entry{r, nullptr, stream});
     }
-    earlier->add(finish(api, op, &found));
+    earlier->add(finish(api, &found));
     return TF_OK;
 }
 
@@ -235,20 +232,20 @@ RetirementLeaks RetirementQueue::take_unreported() {
     return taken;
 }
 
-tf_status RetirementQueue::poll(const DriverApi &api, const char *op) {
+tf_status RetirementQueue::poll(const DriverApi &api) {
     Found found;
     {
         std::lock_guard<std::mutex> hold(mutex_);
         collect_locked(api, &found);
     }
-    RetirementLeaks found_now = finish(api, op, &found);
+    RetirementLeaks found_now = finish(api, &found);
     RetirementLeaks leaks = take_unreported();  // the older ones first
     leaks.add(found_now);
-    return report(api, op, leaks);
+    return report(api, leaks);
 }
 
-tf_status RetirementQueue::report_unreported(const DriverApi &api, const char *op) {
-    return report(api, op, take_unreported());
+tf_status RetirementQueue::report_unreported(const DriverApi &api) {
+    return report(api, take_unreported());
 }
 
 void RetirementQueue::release_all(const DriverApi &api) {
@@ -266,7 +263,7 @@ void RetirementQueue::release_all(const DriverApi &api) {
     }
     // Every stream was synchronized: each recorded point has been passed.
     for (const Entry &e : pending) {
-        run_release(api, "tf_runtime_release", e.r);
+        run_release(api, e.r);  // under teardown's operation name
         events.push_back(e.event);
     }
     for (CUevent e : events) {

@@ -87,8 +87,8 @@ public:
     // the barrier fallback; the barrier's failure (the resource leaked)
     // otherwise.  Leaks of earlier retirements found on the way are kept for
     // the next poll() to report.
-    tf_status retire(const DriverApi &api, const char *op, int slot_count, uint32_t capacity,
-                     int slot, CUstream stream, const Retirement &r);
+    tf_status retire(const DriverApi &api, int slot_count, uint32_t capacity, int slot,
+                     CUstream stream, const Retirement &r);
 
     // Runs the releases of every retirement the device has passed, on every
     // slot, without waiting.  The primary context is current.  Returns
@@ -96,11 +96,11 @@ public:
     // retirement whose event query failed leaked here or, unreported until
     // now, inside an earlier retire(): each leak is logged when found and
     // reported once.
-    tf_status poll(const DriverApi &api, const char *op);
+    tf_status poll(const DriverApi &api);
 
     // Reports (once) the leaks an earlier retire() found, as poll() does,
     // without polling (no driver call).
-    tf_status report_unreported(const DriverApi &api, const char *op);
+    tf_status report_unreported(const DriverApi &api);
 
     // Teardown after every stream was synchronized: runs every pending
     // release and destroys the pooled events.  The primary context is current.
@@ -129,9 +129,9 @@ private:
 
     void collect_locked(const DriverApi &api, Found *found);
     CUevent take_event_locked(const DriverApi &api);
-    RetirementLeaks finish(const DriverApi &api, const char *op, Found *found);
-    tf_status barrier_fallback(const DriverApi &api, const char *op, CUstream stream,
-                               const Retirement &r, RetirementLeaks *earlier);
+    RetirementLeaks finish(const DriverApi &api, Found *found);
+    tf_status barrier_fallback(const DriverApi &api, CUstream stream, const Retirement &r,
+                               RetirementLeaks *earlier);
     RetirementLeaks take_unreported();
 
     mutable std::mutex mutex_;
@@ -144,6 +144,6 @@ private:
 // Runs a caller's release with the primary context current; a C++ exception
 // it throws is logged and dropped, a context it leaves current is replaced
 // by the one current before it.
-void run_release(const DriverApi &api, const char *op, const Retirement &r);
+void run_release(const DriverApi &api, const Retirement &r);
 
 }  // namespace tf

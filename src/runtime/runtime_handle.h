@@ -33,14 +33,14 @@ constexpr uint64_t kDeadHandle = 0x74665f646561643full;  // "tf_dead?"
 tf_runtime *make_handle(std::shared_ptr<RuntimeState> state, int32_t bound_slot);
 
 // NULL -> TF_ERROR_INVALID_ARGUMENT; released or foreign -> TF_ERROR_INVALID_HANDLE.
-inline tf_status check_handle(const char *op, const tf_runtime *rt) {
-    if (!rt) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "runtime handle is NULL");
+inline tf_status check_handle(const tf_runtime *rt) {
+    if (!rt) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "runtime handle is NULL");
     uint64_t magic = rt->magic.load(std::memory_order_acquire);
     if (magic == kLiveHandle) return TF_OK;
     if (magic == kDeadHandle)
-        return TF_FAIL(TF_ERROR_INVALID_HANDLE, op, "runtime handle %p was already released",
+        return TF_FAIL(TF_ERROR_INVALID_HANDLE, "runtime handle %p was already released",
                        static_cast<const void *>(rt));
-    return TF_FAIL(TF_ERROR_INVALID_HANDLE, op, "%p is not a runtime handle",
+    return TF_FAIL(TF_ERROR_INVALID_HANDLE, "%p is not a runtime handle",
                    static_cast<const void *>(rt));
 }
 

@@ -21,12 +21,12 @@ std::atomic<uint64_t> g_next_id{1};
 RuntimeState::RuntimeState(const DriverApi &api, const RuntimeOptions &options)
     : api_(&api), options_(options), slots_(new StreamSlot[options.stream_slots]) {}
 
-tf_status RuntimeState::create(const char *op, int32_t ordinal, const RuntimeOptions &options,
+tf_status RuntimeState::create(int32_t ordinal, const RuntimeOptions &options,
                                std::shared_ptr<RuntimeState> *out) {
-    const DriverApi *api = init_driver(op);
+    const DriverApi *api = init_driver();
     if (!api) return current_error().status;
     CUdevice device = 0;
-    tf_status st = lookup_device(*api, op, ordinal, &device);
+    tf_status st = lookup_device(*api, ordinal, &device);
     if (st != TF_OK) return st;
     // The state owns the retain from here on: every failure below (and
     // bad_alloc, by unwinding) releases it through the state's destructor.
@@ -34,15 +34,15 @@ tf_status RuntimeState::create(const char *op, int32_t ordinal, const RuntimeOpt
     install_fork_handler();
     state->fork_generation_ = fork_generation();
     state->creator_pid_ = getpid();
-    if ((st = state->primary_.retain(*api, device, op)) != TF_OK) return st;
-    if ((st = describe_device(*api, op, ordinal, device, &state->info_)) != TF_OK) return st;
+    if ((st = state->primary_.retain(*api, device)) != TF_OK) return st;
+    if ((st = describe_device(*api, ordinal, device, &state->info_)) != TF_OK) return st;
     state->identity_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
     state->allocation_domain_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
     *out = std::move(state);
     return TF_OK;
 }
 
-tf_status RuntimeState::slot_stream(const char *op, int slot, CUstream *out) {
+tf_status RuntimeState::slot_stream(int slot, CUstream *out) {
     CUstream s = existing_stream(slot);
     if (s) {
         *out = s;
@@ -51,7 +51,7 @@ tf_status RuntimeState::slot_stream(const char *op, int slot, CUstream *out) {
     std::lock_guard<std::mutex> hold(create_mutex_);
     s = existing_stream(slot);
     if (!s) {
-        tf_status st = TF_CU(*api_, op, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+        tf_status st = TF_CU(*api_, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
         if (st != TF_OK) return st;
         slots_[slot].stream.store(s, std::memory_order_release);
     }
@@ -73,15 +73,15 @@ void RuntimeState::note_fault() {
     fault_phase_.store(kFaultRecorded, std::memory_order_release);
 }
 
-tf_status RuntimeState::fail_faulted(const char *op) const {
-    return fail(TF_ERROR_DEVICE_FAULT, op, "", TF_CODE_CUDA, fault_code_,
+tf_status RuntimeState::fail_faulted() const {
+    return fail(TF_ERROR_DEVICE_FAULT, "", TF_CODE_CUDA, fault_code_,
                 "the runtime's context is unusable after a sticky device fault (%s); release "
                 "the runtime and create a new one",
                 fault_detail_);
 }
 
-tf_status RuntimeState::fail_forked(const char *op) const {
-    return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+tf_status RuntimeState::fail_forked() const {
+    return TF_FAIL(TF_ERROR_RUNTIME_STATE,
                    "this runtime was created in process %d, and this process (%d) is a child "
                    "forked from it; CUDA cannot be used across fork(), so create runtimes in "
                    "the child itself",

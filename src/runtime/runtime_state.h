@@ -31,7 +31,7 @@ class RuntimeState {
 public:
     // Driver init, device lookup, primary context retain, device description;
     // the retain is released again on every failure after it.
-    static tf_status create(const char *op, int32_t ordinal, const RuntimeOptions &options,
+    static tf_status create(int32_t ordinal, const RuntimeOptions &options,
                             std::shared_ptr<RuntimeState> *out);
     // Teardown (runtime/runtime_teardown.cpp).
     ~RuntimeState();
@@ -54,9 +54,9 @@ public:
 
     // TF_OK unless this is a forked child of the creating process or the
     // device reported a sticky fault; then records why.
-    tf_status check_usable(const char *op) const {
-        if (forked()) return fail_forked(op);
-        if (fault_phase_.load(std::memory_order_acquire) == kFaultRecorded) return fail_faulted(op);
+    tf_status check_usable() const {
+        if (forked()) return fail_forked();
+        if (fault_phase_.load(std::memory_order_acquire) == kFaultRecorded) return fail_faulted();
         return TF_OK;
     }
 
@@ -71,7 +71,7 @@ public:
 
     // The slot's stream, created at first use.  The primary context must be
     // current on the calling thread.
-    tf_status slot_stream(const char *op, int slot, CUstream *out);
+    tf_status slot_stream(int slot, CUstream *out);
     // The slot's stream if it was created, else NULL.  No driver call.
     CUstream existing_stream(int slot) const {
         return slots_[slot].stream.load(std::memory_order_acquire);
@@ -84,8 +84,8 @@ public:
 
 private:
     RuntimeState(const DriverApi &api, const RuntimeOptions &options);
-    tf_status fail_forked(const char *op) const __attribute__((cold, noinline));
-    tf_status fail_faulted(const char *op) const __attribute__((cold, noinline));
+    tf_status fail_forked() const __attribute__((cold, noinline));
+    tf_status fail_faulted() const __attribute__((cold, noinline));
     void teardown();
     bool synchronize_all_streams();
     void release_stream_resources();

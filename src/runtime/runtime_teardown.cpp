@@ -35,6 +35,9 @@ RuntimeState::~RuntimeState() {
 
 void RuntimeState::teardown() {
     KeepLastError keep;  // teardown never changes the caller's last error
+    // Whatever call dropped the last handle, what teardown reports and logs
+    // names tf_runtime_release.
+    OperationScope operation(kOp);
     if (forked()) {
         // A forked child: the context and streams belong to the parent.
         primary_.abandon();
@@ -46,7 +49,7 @@ void RuntimeState::teardown() {
     scope.quiet_when_deinitialized();
     if (any_stream && !faulted()) {
         // Pending releases run below: caller code.
-        if (scope.enter_for_caller_code(*api_, context(), kOp) != TF_OK) {
+        if (scope.enter_for_caller_code(*api_, context()) != TF_OK) {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);

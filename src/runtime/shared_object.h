@@ -22,7 +22,7 @@ struct SharedObject {
 };
 
 // NULL or not a live object of kind `live` -> TF_ERROR_INVALID_ARGUMENT.
-tf_status check_object(const char *op, const SharedObject *o, uint64_t live, const char *what);
+tf_status check_object(const SharedObject *o, uint64_t live, const char *what);
 
 // Drops a reference to a checked object; true when it was the last one (the
 // object is then marked dead and its owner destroys it).
@@ -33,12 +33,12 @@ bool drop_reference(SharedObject *o);
 // or after a sticky fault nothing is called and the object leaks quietly.
 // The thread's last error is left as it was.
 template <class Destroy>
-void destroy_in_context(RuntimeState &state, const char *op, const char *call, Destroy destroy);
+void destroy_in_context(RuntimeState &state, const char *call, Destroy destroy);
 
 // Shared by destroy_in_context's instantiations: enters the context (false
 // if it should not or cannot be) and logs a failed destroy.
-bool enter_for_destroy(RuntimeState &state, const char *op, class ContextScope *scope);
-void log_destroy_failure(RuntimeState &state, const char *op, const char *call, CUresult r);
+bool enter_for_destroy(RuntimeState &state, class ContextScope *scope);
+void log_destroy_failure(RuntimeState &state, const char *call, CUresult r);
 
 }  // namespace tf
 
@@ -46,12 +46,11 @@ void log_destroy_failure(RuntimeState &state, const char *op, const char *call, 
 #include "util/error.h"
 
 template <class Destroy>
-void tf::destroy_in_context(RuntimeState &state, const char *op, const char *call,
-                            Destroy destroy) {
+void tf::destroy_in_context(RuntimeState &state, const char *call, Destroy destroy) {
     KeepLastError keep;  // a destroy's failure is logged, never the caller's
     ContextScope scope;
-    if (enter_for_destroy(state, op, &scope)) {
+    if (enter_for_destroy(state, &scope)) {
         CUresult r = destroy();
-        if (r != CUDA_SUCCESS) log_destroy_failure(state, op, call, r);
+        if (r != CUDA_SUCCESS) log_destroy_failure(state, call, r);
     }
 }

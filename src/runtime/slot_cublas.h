@@ -23,8 +23,8 @@ struct SlotCublas {
 
 // Creates the slot's handle bound to `stream` with `workspace_bytes` of
 // workspace.  The primary context is current and the slot lock held.
-tf_status create_slot_cublas(const DriverApi &driver, const CublasApi &cublas, const char *op,
-                             CUstream stream, uint64_t workspace_bytes, SlotCublas *out);
+tf_status create_slot_cublas(const DriverApi &driver, const CublasApi &cublas, CUstream stream,
+                             uint64_t workspace_bytes, SlotCublas *out);
 
 // Teardown: destroys the handle and frees the workspace.  The primary
 // context is current and the slot's stream synchronized.  Failures are logged.

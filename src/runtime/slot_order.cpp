@@ -5,11 +5,10 @@
 
 namespace tf {
 
-tf_status slot_order_event(const DriverApi &api, const char *op, SlotOrderEvent *slot,
-                           CUevent *out) {
+tf_status slot_order_event(const DriverApi &api, SlotOrderEvent *slot, CUevent *out) {
     CUevent e = slot->event.load(std::memory_order_acquire);
     if (!e) {
-        tf_status st = TF_CU(api, op, cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+        tf_status st = TF_CU(api, cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
         if (st != TF_OK) return st;
         CUevent expected = nullptr;
         if (!slot->event.compare_exchange_strong(expected, e, std::memory_order_acq_rel)) {

@@ -23,8 +23,7 @@ struct SlotOrderEvent {
 
 // The slot's event, created (timing disabled) at first use.  The primary
 // context is current.
-tf_status slot_order_event(const DriverApi &api, const char *op, SlotOrderEvent *slot,
-                           CUevent *out);
+tf_status slot_order_event(const DriverApi &api, SlotOrderEvent *slot, CUevent *out);
 
 // Teardown: destroys the event.  The primary context is current and every
 // stream synchronized.  Failures are logged.

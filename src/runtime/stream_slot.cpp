@@ -5,11 +5,11 @@
 
 namespace tf {
 
-tf_status SlotLock::lock(const char *op, int slot) {
+tf_status SlotLock::lock(int slot) {
     const uint32_t me = thread_sequence() + 1;
     // Only this thread can have stored its own tag, so a relaxed load suffices.
     if (owner_.load(std::memory_order_relaxed) == me)
-        return TF_FAIL(TF_ERROR_RUNTIME_STATE, op,
+        return TF_FAIL(TF_ERROR_RUNTIME_STATE,
                        "stream slot %d is already held by this thread (a callback called back "
                        "into the slot it runs on); this would deadlock",
                        slot);

@@ -24,7 +24,7 @@ namespace tf {
 // Calls take it through their CallFrame (runtime/call_frame.h).
 class SlotLock {
 public:
-    tf_status lock(const char *op, int slot);
+    tf_status lock(int slot);
     void unlock();
 
 private:

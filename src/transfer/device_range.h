@@ -16,10 +16,9 @@ namespace tf {
 // device, two (cuPointerGetAttribute for the device) where it sees more.
 // The owner's context must be current: the driver may not find another
 // device's allocation from a context of a different device.
-tf_status check_device_range(const RuntimeState &owner, const char *op, const char *name,
-                             uint64_t ptr, size_t len);
+tf_status check_device_range(const RuntimeState &owner, const char *name, uint64_t ptr, size_t len);
 
 // Device copies whose ranges overlap are undefined: TF_ERROR_INVALID_ARGUMENT.
-tf_status check_no_overlap(const char *op, uint64_t src, uint64_t dst, size_t len);
+tf_status check_no_overlap(uint64_t src, uint64_t dst, size_t len);
 
 }  // namespace tf

@@ -13,7 +13,7 @@ enum class HostMemory {
 // What kind of host memory `p` is (one cuPointerGetAttribute).  Device
 // memory (not managed) is TF_ERROR_INVALID_ARGUMENT naming `name`.  A context
 // must be current.
-tf_status classify_host_memory(const DriverApi &api, const char *op, const char *name,
-                               const void *p, HostMemory *out);
+tf_status classify_host_memory(const DriverApi &api, const char *name, const void *p,
+                               HostMemory *out);
 
 }  // namespace tf

@@ -19,10 +19,9 @@ size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 class Pipeline {
 public:
-    Pipeline(const DriverApi &api, const char *op, CUstream stream, const StagingRing &ring,
-             CopyPool *pool, unsigned threads, const DownloadPlan &plan)
+    Pipeline(const DriverApi &api, CUstream stream, const StagingRing &ring, CopyPool *pool,
+             unsigned threads, const DownloadPlan &plan)
         : api_(api),
-          op_(op),
           stream_(stream),
           ring_(ring),
           pool_(pool && pool->workers() > 0 ? pool : nullptr),
@@ -51,7 +50,7 @@ private:
     tf_status step(size_t i, char *dst) {
         const size_t depth = static_cast<size_t>(ring_.depth);
         const int b = static_cast<int>(i % depth);
-        tf_status st = TF_CU(api_, op_, cuEventSynchronize, ring_.landed[b]);
+        tf_status st = TF_CU(api_, cuEventSynchronize, ring_.landed[b]);
         if (st != TF_OK) return st;
         const size_t off = i * step_, n = std::min(step_, len_ - off);
         // A destination seen touched is not asked about again: one system
@@ -75,9 +74,9 @@ private:
     tf_status issue(size_t i) {
         const int b = static_cast<int>(i % static_cast<size_t>(ring_.depth));
         const size_t off = i * step_;
-        tf_status st = TF_CU(api_, op_, cuMemcpyDtoHAsync, ring_.buffer[b], src_ + off,
+        tf_status st = TF_CU(api_, cuMemcpyDtoHAsync, ring_.buffer[b], src_ + off,
                              std::min(step_, len_ - off), stream_);
-        return st == TF_OK ? TF_CU(api_, op_, cuEventRecord, ring_.landed[b], stream_) : st;
+        return st == TF_OK ? TF_CU(api_, cuEventRecord, ring_.landed[b], stream_) : st;
     }
 
     // Pieces of an n-byte step: every thread busy if the step is long enough,
@@ -89,7 +88,6 @@ private:
     }
 
     const DriverApi &api_;
-    const char *op_;
     CUstream stream_;
     const StagingRing &ring_;
     CopyPool *pool_;
@@ -115,14 +113,14 @@ size_t download_step_bytes(size_t len, size_t capacity, size_t step_scale) {
     return std::min(capacity, align_up((len + steps - 1) / steps, kStepAlign));
 }
 
-tf_status run_download_plan(const DriverApi &api, const char *op, CUstream stream,
-                            const StagingRing &ring, CopyPool *pool, unsigned threads,
-                            const DownloadPlan &plan, CUdeviceptr src, void *dst, size_t len) {
-    Pipeline pipeline(api, op, stream, ring, pool, threads, plan);
+tf_status run_download_plan(const DriverApi &api, CUstream stream, const StagingRing &ring,
+                            CopyPool *pool, unsigned threads, const DownloadPlan &plan,
+                            CUdeviceptr src, void *dst, size_t len) {
+    Pipeline pipeline(api, stream, ring, pool, threads, plan);
     return pipeline.run(src, static_cast<char *>(dst), len);
 }
 
-tf_status download_staged(CallFrame &frame, const char *op, uint64_t src, void *dst, size_t len) {
+tf_status download_staged(CallFrame &frame, uint64_t src, void *dst, size_t len) {
     // Each step's copy job lives in this frame while the copy threads may
     // hold it, and the staging ring must not be left to a dead download:
     // cancellation waits until the download returns.
@@ -130,15 +128,15 @@ tf_status download_staged(CallFrame &frame, const char *op, uint64_t src, void *
     RuntimeState &state = frame.state();
     const unsigned threads = download_threads(state.options());
     // Started before anything is queued: it may throw std::bad_alloc.
-    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads, op) : nullptr;
-    tf_status st = frame.lock_slot(op);
+    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads) : nullptr;
+    tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
     TransferSlot &staging = frame.resources().transfer;
     const DownloadPlan plan;
-    st = ensure_staging_ring(state.api(), op, download_chunk_bytes(state.options()), plan.depth,
+    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()), plan.depth,
                              staging);
     if (st != TF_OK) return st;
-    st = run_download_plan(state.api(), op, frame.stream(), staging.ring, pool, threads, plan,
+    st = run_download_plan(state.api(), frame.stream(), staging.ring, pool, threads, plan,
                            static_cast<CUdeviceptr>(src), dst, len);
     // The device may still write a buffer whose copy or wait failed.
     if (st != TF_OK) abandon_staging_ring(staging);

@@ -28,16 +28,16 @@ constexpr size_t kStagedDownloadAbove = size_t(64) << 10;
 // failure the ring is abandoned (leaked) and `dst` may be partly written;
 // no host thread touches `dst` once this returns.  Thread cancellation is
 // deferred until it returns.
-tf_status download_staged(CallFrame &frame, const char *op, uint64_t src, void *dst, size_t len);
+tf_status download_staged(CallFrame &frame, uint64_t src, void *dst, size_t len);
 
 // The pipeline under download_staged, for a plan of the caller's choosing
 // (bench/tune_download): `ring` is allocated (its depth rules), `pool` is
 // NULL or started, `threads` counts the caller, and the ring's events and
 // `stream` belong to the current context.  The caller abandons the ring if
 // this fails.
-tf_status run_download_plan(const DriverApi &api, const char *op, CUstream stream,
-                            const StagingRing &ring, CopyPool *pool, unsigned threads,
-                            const DownloadPlan &plan, CUdeviceptr src, void *dst, size_t len);
+tf_status run_download_plan(const DriverApi &api, CUstream stream, const StagingRing &ring,
+                            CopyPool *pool, unsigned threads, const DownloadPlan &plan,
+                            CUdeviceptr src, void *dst, size_t len);
 
 // Bytes per step of a len-byte download through buffers of `capacity` bytes
 // (exposed for the tuning benchmark's report).

@@ -6,16 +6,15 @@
 
 namespace tf {
 
-tf_status read_transfer_options(const char *op, const tf_runtime_options &in,
-                                RuntimeOptions *out) {
+tf_status read_transfer_options(const tf_runtime_options &in, RuntimeOptions *out) {
     if (in.download_threads > TF_MAX_DOWNLOAD_THREADS)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "download_threads %u is outside 1..%d (0 picks the default)",
                        static_cast<unsigned>(in.download_threads), TF_MAX_DOWNLOAD_THREADS);
     const uint32_t chunk = in.download_chunk_bytes;
     if (chunk != 0 && (chunk < TF_MIN_DOWNLOAD_CHUNK_BYTES || chunk > TF_MAX_DOWNLOAD_CHUNK_BYTES ||
                        chunk % 4096 != 0))
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "download_chunk_bytes %u is not a multiple of 4096 in %u..%u (0 picks "
                        "the default)",
                        static_cast<unsigned>(chunk),

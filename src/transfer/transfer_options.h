@@ -10,8 +10,7 @@ namespace tf {
 // Checks the transfer fields of a caller's options (already copied in) and
 // stores them into `out`.  TF_ERROR_INVALID_ARGUMENT with a message if one
 // is out of range.
-tf_status read_transfer_options(const char *op, const tf_runtime_options &in,
-                                RuntimeOptions *out);
+tf_status read_transfer_options(const tf_runtime_options &in, RuntimeOptions *out);
 
 // Host threads that copy a pageable download, the caller included: the
 // option, or TF_DEFAULT_DOWNLOAD_THREADS capped by the CPUs this process may

@@ -35,11 +35,10 @@ struct TransferSlot {
 
 // Allocate what is missing.  The primary context is current and the slot
 // lock held.  A failure frees whatever the call made (no copy used it yet).
-tf_status ensure_scalar_staging(const DriverApi &api, const char *op, TransferSlot &slot);
+tf_status ensure_scalar_staging(const DriverApi &api, TransferSlot &slot);
 // A ring that is already there is kept as it is, whatever bytes and depth
 // (2 .. StagingRing::kMaxDepth) ask for.
-tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes, int depth,
-                              TransferSlot &slot);
+tf_status ensure_staging_ring(const DriverApi &api, size_t bytes, int depth, TransferSlot &slot);
 
 // Forget staging the device may still write (see the invariant above).
 inline void abandon_scalar_staging(TransferSlot &slot) { slot.scalar = nullptr; }

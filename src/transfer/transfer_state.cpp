@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "transfer/download_plan.h"
+#include "util/error.h"
 #include "util/fork_guard.h"
 #include "util/log.h"
 
@@ -16,7 +17,7 @@ TransferState::~TransferState() {
     if (pool && pool_fork_generation_ == fork_generation()) delete pool;
 }
 
-CopyPool &TransferState::pool(unsigned threads, const char *op) {
+CopyPool &TransferState::pool(unsigned threads) {
     CopyPool *pool = pool_.load(std::memory_order_acquire);
     if (pool) return *pool;
     std::lock_guard<std::mutex> hold(start_mutex_);
@@ -30,7 +31,8 @@ CopyPool &TransferState::pool(unsigned threads, const char *op) {
         log(TF_LOG_WARNING,
             "%s: the system refused to start a download copy thread (pthread_create: %s, %d); "
             "bulk downloads into pageable memory use %u thread%s instead of %u",
-            op, std::strerror(error), error, started + 1, started ? "s" : "", threads);
+            current_operation(), std::strerror(error), error, started + 1, started ? "s" : "",
+            threads);
     pool_fork_generation_ = fork_generation();
     pool_.store(fresh.get(), std::memory_order_release);
     return *fresh.release();

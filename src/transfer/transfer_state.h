@@ -22,7 +22,7 @@ public:
     // The runtime's copy pool with up to `threads` - 1 threads, started by
     // the first call.  A thread the system refuses is logged once, and the
     // pool keeps those that started.  Throws std::bad_alloc.
-    CopyPool &pool(unsigned threads, const char *op);
+    CopyPool &pool(unsigned threads);
 
     // Whether the device has memory pools and the driver cuMemAllocAsync:
     // -1 not asked yet, else 0 or 1.

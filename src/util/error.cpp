@@ -18,8 +18,9 @@ void copy_name(char *dst, const char *src) {
 
 }  // namespace
 
-tf_status fail(tf_status status, const char *op, const char *call, int32_t domain,
-               int32_t code, const char *fmt, ...) {
+tf_status fail(tf_status status, const char *call, int32_t domain, int32_t code, const char *fmt,
+               ...) {
+    const char *op = current_operation();
     tf_error_info &e = t_error;
     e.struct_size = sizeof(tf_error_info);
     e.status = status;
@@ -27,7 +28,7 @@ tf_status fail(tf_status status, const char *op, const char *call, int32_t domai
     e.code = code;
     copy_name(e.operation, op);
     copy_name(e.call, call);
-    int prefix = std::snprintf(e.message, sizeof e.message, "%s: ", op ? op : "");
+    int prefix = std::snprintf(e.message, sizeof e.message, "%s: ", op);
     if (prefix < 0 || static_cast<size_t>(prefix) >= sizeof e.message) return status;
     va_list args;
     va_start(args, fmt);

@@ -15,16 +15,16 @@
 
 namespace tf {
 
-tf_status fail_struct_size(const char *op, const char *name, uint32_t size, size_t min_size,
-                           const char *init) __attribute__((cold, noinline));
+tf_status fail_struct_size(const char *name, uint32_t size, size_t min_size, const char *init)
+    __attribute__((cold, noinline));
 
 // TF_OK when a caller's `name`->struct_size (`size`) reaches `min_size`
 // (the fields the call needs) and is at most TF_MAX_STRUCT_SIZE; otherwise
-// TF_ERROR_INVALID_ARGUMENT for `op`, naming `init` (the struct's *_init).
-inline tf_status check_struct_size(const char *op, const char *name, uint32_t size,
-                                   size_t min_size, const char *init) {
+// TF_ERROR_INVALID_ARGUMENT, naming `init` (the struct's *_init).
+inline tf_status check_struct_size(const char *name, uint32_t size, size_t min_size,
+                                   const char *init) {
     if (size >= min_size && size <= TF_MAX_STRUCT_SIZE) return TF_OK;
-    return fail_struct_size(op, name, size, min_size, init);
+    return fail_struct_size(name, size, min_size, init);
 }
 
 // The *_init functions: writes `defaults` into the caller's struct of
