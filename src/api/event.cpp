@@ -8,12 +8,9 @@
 
 namespace {
 
-constexpr uint64_t kLiveEvent = 0x74665f65766e7431ull;  // "tf_evnt1"
-constexpr char kWhat[] = "event";
-
 template <class Body>
 tf_status event_call(const char *op, tf_event *ev, Body &&body) {
-    return tf::object_call(op, ev ? &ev->base : nullptr, kLiveEvent, kWhat, body);
+    return tf::object_call(op, ev, tf::kEventKind, body);
 }
 
 }  // namespace
@@ -24,25 +21,23 @@ TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out) {
     static const char op[] = "tf_event_new";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
-        std::unique_ptr<tf_event> ev(new tf_event);
+        std::unique_ptr<tf_event> ev(new tf_event(rt->state));
         tf::CallFrame frame(state);
         tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
         st = TF_CU(state.api(), cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
         if (st != TF_OK) return st;
-        ev->base.state = rt->state;
-        ev->base.magic.store(kLiveEvent, std::memory_order_release);
         *out = ev.release();
         return TF_OK;
     });
 }
 
 TF_API tf_status tf_event_retain(tf_event *event) {
-    return tf::retain_shared("tf_event_retain", event ? &event->base : nullptr, kLiveEvent, kWhat);
+    return tf::retain_handle("tf_event_retain", event, tf::kEventKind);
 }
 
 TF_API tf_status tf_event_release(tf_event *event) {
-    return tf::release_shared("tf_event_release", event, kLiveEvent, kWhat, "cuEventDestroy",
+    return tf::release_shared("tf_event_release", event, tf::kEventKind, "cuEventDestroy",
                               [](const tf::DriverApi &api, const tf_event &e) {
                                   return api.cuEventDestroy ? api.cuEventDestroy(e.event)
                                                             : CUDA_ERROR_NOT_FOUND;
@@ -52,13 +47,13 @@ TF_API tf_status tf_event_release(tf_event *event) {
 TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
     static const char op[] = "tf_event_record";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        tf_status st = tf::check_object(event ? &event->base : nullptr, kLiveEvent, kWhat);
+        tf_status st = tf::check_handle(tf::kEventKind, event);
         if (st != TF_OK) return st;
-        if (event->base.state->context() != state.context())
+        if (event->state->context() != state.context())
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "the event belongs to device %d, the runtime to device %d; record "
                            "it with a runtime of its own device",
-                           static_cast<int>(event->base.state->info().ordinal),
+                           static_cast<int>(event->state->info().ordinal),
                            static_cast<int>(state.info().ordinal));
         tf::CallFrame frame(rt);
         if ((st = frame.enter()) != TF_OK) return st;
@@ -69,7 +64,7 @@ TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
 TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event) {
     static const char op[] = "tf_event_wait";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        tf_status st = tf::check_object(event ? &event->base : nullptr, kLiveEvent, kWhat);
+        tf_status st = tf::check_handle(tf::kEventKind, event);
         if (st != TF_OK) return st;
         tf::CallFrame frame(rt);
         if ((st = frame.enter()) != TF_OK) return st;

@@ -6,7 +6,9 @@
 //                  sticky fault); a sticky fault the body reports is
 //                  remembered so every later call refuses;
 // runtime_query()  a valid handle, for answers from the handle alone;
-// object_call()    the same as runtime_call() for an event or a module.
+// object_call()    the same as runtime_call() for an event or a module;
+// retain_handle(), release_handle(), release_shared()
+//                  the retain and release of every kind of handle.
 // What a body needs of the device (the context, its slot's stream, the slot
 // lock) it asks of a CallFrame (runtime/call_frame.h).
 #pragma once
@@ -90,40 +92,50 @@ tf_status runtime_query(const char *op, const tf_runtime *rt, Body &&body) {
     });
 }
 
-// tf_*_retain of an object of kind `live`.
-inline tf_status retain_shared(const char *op, SharedObject *o, uint64_t live, const char *what) {
+// tf_*_retain of a handle of `kind` (NOTE [handle model], runtime/handle.h).
+inline tf_status retain_handle(const char *op, Handle *h, const HandleKind &kind) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(o, live, what);
-        if (st == TF_OK) o->refs.fetch_add(1, std::memory_order_relaxed);
+        tf_status st = check_handle(kind, h);
+        if (st == TF_OK) retain_handle(h);
         return st;
     });
 }
 
-// tf_*_release of `obj` (a struct whose first member `base` is its
-// SharedObject): NULL is a no-op; the last reference runs
-// destroy(api, *obj) -> CUresult through destroy_in_context, frees the
-// object, then drops its runtime reference (which may tear the runtime down).
-template <class T, class Destroy>
-tf_status release_shared(const char *op, T *obj, uint64_t live, const char *what,
-                         const char *call, Destroy destroy) {
+// tf_*_release of a handle `obj` of `kind` (NOTE [handle model]): NULL is a
+// no-op; the last reference runs release_contents(obj), which gives back
+// what the handle holds, then the shell goes to the quarantine, where it
+// is recognised as released.
+template <class T, class ReleaseContents>
+tf_status release_handle(const char *op, T *obj, const HandleKind &kind,
+                         ReleaseContents &&release_contents) {
     if (!obj) return TF_OK;
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(&obj->base, live, what);
-        if (st != TF_OK || !drop_reference(&obj->base)) return st;
-        std::unique_ptr<T> dead(obj);
-        std::shared_ptr<RuntimeState> state = std::move(dead->base.state);
-        destroy_in_context(*state, call, [&] { return destroy(state->api(), *dead); });
-        return TF_OK;  // `state` goes last
+        tf_status st = check_handle(kind, obj);
+        if (st != TF_OK || !drop_reference(obj)) return st;
+        release_contents(obj);
+        quarantine(obj);
+        return TF_OK;
     });
 }
 
-// The frame of calls on an object: checked, its runtime usable, a sticky
-// fault the body reports remembered by the runtime.
+// tf_*_release of an event or a module: the last reference destroys the
+// driver object (destroy(api, *obj) -> CUresult) in its runtime's context,
+// then drops the runtime reference (which may tear the runtime down).
+template <class T, class Destroy>
+tf_status release_shared(const char *op, T *obj, const HandleKind &kind, const char *call,
+                         Destroy destroy) {
+    return release_handle(op, obj, kind, [&](T *dead) {
+        std::shared_ptr<RuntimeState> state = std::move(dead->state);
+        destroy_in_context(*state, call, [&] { return destroy(state->api(), *dead); });
+    });  // `state` goes last
+}
+
+// The frame of calls on an event or a module: a live handle, its runtime
+// usable, a sticky fault the body reports remembered by the runtime.
 template <class Body>
-tf_status object_call(const char *op, SharedObject *o, uint64_t live, const char *what,
-                      Body &&body) {
+tf_status object_call(const char *op, SharedObject *o, const HandleKind &kind, Body &&body) {
     return guarded(op, [&]() -> tf_status {
-        tf_status st = check_object(o, live, what);
+        tf_status st = check_handle(kind, o);
         if (st != TF_OK) return st;
         return call_usable(*o->state, body);
     });

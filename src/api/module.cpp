@@ -12,13 +12,11 @@
 
 namespace {
 
-constexpr uint64_t kLiveModule = 0x74665f6d6f646c31ull;  // "tf_modl1"
-constexpr char kWhat[] = "module";
 constexpr size_t kConfigMinSize = offsetof(tf_launch_config, shared_memory_bytes) + sizeof(uint32_t);
 
 template <class Body>
 tf_status module_call(const char *op, tf_module *m, Body &&body) {
-    return tf::object_call(op, m ? &m->base : nullptr, kLiveModule, kWhat, body);
+    return tf::object_call(op, m, tf::kModuleKind, body);
 }
 
 // CUBIN images are ELF files and fatbins start with their own magic; the
@@ -59,25 +57,22 @@ TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, size_t size, 
             terminated.assign(static_cast<const char *>(image), size);
             image = terminated.c_str();
         }
-        std::unique_ptr<tf_module> m(new tf_module);
+        std::unique_ptr<tf_module> m(new tf_module(rt->state));
         tf::CallFrame frame(state);
         tf_status st = frame.enter_context();
         if (st != TF_OK) return st;
         if ((st = load(state.api(), image, &m->module)) != TF_OK) return st;
-        m->base.state = rt->state;
-        m->base.magic.store(kLiveModule, std::memory_order_release);
         *out = m.release();
         return TF_OK;
     });
 }
 
 TF_API tf_status tf_module_retain(tf_module *module) {
-    return tf::retain_shared("tf_module_retain", module ? &module->base : nullptr, kLiveModule,
-                             kWhat);
+    return tf::retain_handle("tf_module_retain", module, tf::kModuleKind);
 }
 
 TF_API tf_status tf_module_release(tf_module *module) {
-    return tf::release_shared("tf_module_release", module, kLiveModule, kWhat, "cuModuleUnload",
+    return tf::release_shared("tf_module_release", module, tf::kModuleKind, "cuModuleUnload",
                               [](const tf::DriverApi &api, const tf_module &m) {
                                   return api.cuModuleUnload ? api.cuModuleUnload(m.module)
                                                             : CUDA_ERROR_NOT_FOUND;

@@ -147,6 +147,14 @@ tf_status compile(const tf::NvrtcApi &api, const char *source, const tf_compile_
     return st;
 }
 
+// Both releases, each under its own name.
+tf_status release_program(const char *op, tf_program *program) {
+    return tf::release_handle(op, program, tf::kProgramKind, [](tf_program *dead) {
+        std::string().swap(dead->log);
+        std::vector<char>().swap(dead->image);
+    });
+}
+
 }  // namespace
 
 extern "C" {
@@ -184,6 +192,8 @@ TF_API tf_status tf_program_image(const tf_program *program, const void **out_im
     return tf::guarded(op, [&]() -> tf_status {
         if (!program || !out_image || !out_size)
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "program, out_image or out_size is NULL");
+        tf_status st = tf::check_handle(tf::kProgramKind, program);
+        if (st != TF_OK) return st;
         if (program->image.empty())
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "the program did not compile, so it has no image; see tf_program_log");
@@ -198,11 +208,24 @@ TF_API tf_status tf_program_log(const tf_program *program, const char **out_log)
     return tf::guarded(op, [&]() -> tf_status {
         if (!program || !out_log)
             return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "program or out_log is NULL");
+        tf_status st = tf::check_handle(tf::kProgramKind, program);
+        if (st != TF_OK) return st;
         *out_log = program->log.c_str();
         return TF_OK;
     });
 }
 
-TF_API void tf_program_release(tf_program *program) { delete program; }
+TF_API tf_status tf_program_retain(tf_program *program) {
+    return tf::retain_handle("tf_program_retain", program, tf::kProgramKind);
+}
+
+TF_API tf_status tf_program_release_checked(tf_program *program) {
+    return release_program("tf_program_release_checked", program);
+}
+
+TF_API void tf_program_release(tf_program *program) {
+    // The 1.0 release returns nothing: a refusal stays in the last error.
+    static_cast<void>(release_program("tf_program_release", program));
+}
 
 }  // extern "C"

@@ -81,17 +81,14 @@ TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out) {
 
 TF_API tf_status tf_runtime_retain(tf_runtime *rt) {
     static const char op[] = "tf_runtime_retain";
-    return tf::runtime_query(op, rt, [&](tf::RuntimeState &) -> tf_status {
-        rt->refs.fetch_add(1, std::memory_order_relaxed);
-        return TF_OK;
-    });
+    return tf::retain_handle(op, rt, tf::kRuntimeKind);
 }
 
 TF_API tf_status tf_runtime_release(tf_runtime *rt) {
     static const char op[] = "tf_runtime_release";
     if (!rt) return TF_OK;
     return tf::runtime_query(op, rt, [&](tf::RuntimeState &) -> tf_status {
-        tf::release_handle(rt);
+        tf::release_runtime(rt);
         return TF_OK;
     });
 }

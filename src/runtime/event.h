@@ -3,9 +3,18 @@
 
 #include <cuda.h>
 
+#include <memory>
+
 #include "runtime/shared_object.h"
 
-struct tf_event {
-    tf::SharedObject base;
+namespace tf {
+constexpr uint64_t kLiveEvent = 0x74665f65766e7431ull;  // "tf_evnt1"
+constexpr HandleKind kEventKind{kLiveEvent, "event", TF_ERROR_INVALID_ARGUMENT, "a live"};
+}  // namespace tf
+
+struct tf_event : tf::SharedObject {
+    explicit tf_event(std::shared_ptr<tf::RuntimeState> s)
+        : SharedObject(tf::kLiveEvent, &tf::free_shell<tf_event>, std::move(s)) {}
+
     CUevent event = nullptr;
 };

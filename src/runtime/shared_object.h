@@ -1,32 +1,26 @@
-// Reference-counted objects that belong to one runtime (tf_event, tf_module).
+// Handles of objects that belong to one runtime (tf_event, tf_module).
 //
-// Each holds a reference to its runtime's state, so the runtime (and its
-// primary context) outlives it; its driver object is destroyed at its last
-// release, with that context current.  A magic number tells live objects from
-// foreign pointers; after the last release the memory is freed, so a use
-// after release is the caller's undefined behaviour (documented).
+// Each is a handle (runtime/handle.h) that holds a reference to its
+// runtime's state, so the runtime (and its primary context) outlives it;
+// its driver object is destroyed at its last release, with that context
+// current, and the runtime reference is dropped after it.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
+#include <cuda.h>
+
 #include <memory>
 
+#include "runtime/handle.h"
 #include "runtime/runtime_state.h"
 
 namespace tf {
 
-struct SharedObject {
-    std::atomic<uint64_t> magic{0};
-    std::atomic<uint32_t> refs{1};
-    std::shared_ptr<RuntimeState> state;
+struct SharedObject : Handle {
+    SharedObject(uint64_t tag, void (*free)(Handle *), std::shared_ptr<RuntimeState> s)
+        : Handle(tag, free), state(std::move(s)) {}
+
+    std::shared_ptr<RuntimeState> state;  // NULL once released
 };
-
-// NULL or not a live object of kind `live` -> TF_ERROR_INVALID_ARGUMENT.
-tf_status check_object(const SharedObject *o, uint64_t live, const char *what);
-
-// Drops a reference to a checked object; true when it was the last one (the
-// object is then marked dead and its owner destroys it).
-bool drop_reference(SharedObject *o);
 
 // At an object's last release: runs destroy() (which returns a CUresult)
 // with the state's context current and logs a failure.  In a forked child

@@ -13,11 +13,11 @@ use std::os::raw::{c_char, c_void};
 // ---- Version ---------------------------------------------------------------
 
 pub const TF_VERSION_MAJOR: u32 = 1;
-pub const TF_VERSION_MINOR: u32 = 0;
+pub const TF_VERSION_MINOR: u32 = 1;
 pub const TF_VERSION_PATCH: u32 = 0;
 pub const TF_VERSION_NUMBER: u32 =
     TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH;
-pub const TF_VERSION_STRING: &str = "1.0.0";
+pub const TF_VERSION_STRING: &str = "1.1.0";
 
 /// Largest struct_size the library accepts in a versioned struct.
 pub const TF_MAX_STRUCT_SIZE: u32 = 65536;
@@ -374,6 +374,8 @@ declare_functions! {
     ) -> tf_status;
     fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
     fn tf_program_release(program: *mut tf_program);
+    fn tf_program_retain(program: *mut tf_program) -> tf_status;
+    fn tf_program_release_checked(program: *mut tf_program) -> tf_status;
 
     // Device memory and transfers
     fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;
