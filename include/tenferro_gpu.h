@@ -1381,7 +1381,8 @@ typedef struct tf_compile_options {
  */
 TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size);
 
-/** Opaque result of tf_program_compile(): the image and NVRTC's log. */
+/** Opaque, reference-counted (since 1.1) result of tf_program_compile(): the
+ * image and NVRTC's log.  It belongs to no runtime. */
 typedef struct tf_program tf_program;
 
 /**

@@ -38,7 +38,7 @@ TF_API const char *tf_status_string(tf_status status) {
     switch (status) {
         case TF_OK: return "success";
         case TF_ERROR_INVALID_ARGUMENT: return "invalid argument";
-        case TF_ERROR_INVALID_HANDLE: return "invalid or released runtime handle";
+        case TF_ERROR_INVALID_HANDLE: return "invalid or released handle";
         case TF_ERROR_DRIVER_NOT_FOUND: return "CUDA driver not found";
         case TF_ERROR_DRIVER_STUB: return "CUDA driver is the toolkit stub";
         case TF_ERROR_NO_DEVICE: return "no CUDA device";
