@@ -1571,7 +1571,8 @@ TF_NODISCARD TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src,
 
 /**
  * Read a small value (a scalar, a flag) from device memory after the work
- * queued on the calling thread's slot, through the slot's page-locked buffer.
+ * queued on the calling thread's slot: the value that work left there.  A
+ * short wait spins, a long one sleeps; a fault of that work is reported.
  * @param[in] rt   the runtime.
  * @param[in] src  device memory of the runtime's device (checked).
  * @param[out] out host memory writable for @p len bytes.

@@ -81,6 +81,7 @@ void RuntimeState::release_stream_resources() {
     // Every stream retired: each pending retirement is complete, and its
     // release may still need what the slots hold.
     retirements_.release_all(*api_);
+    transfers_.scalar_kernel.release(*api_);
     for (int i = 0; i < slot_count(); ++i) {
         StreamSlot &slot = slots_[i];
         release_slot_resources(*api_, slot.resources);
