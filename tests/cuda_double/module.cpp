@@ -11,6 +11,8 @@
 //     from src to mailbox, then seq into the 32-bit word at mailbox + 16,
 //     all with release stores (the mailbox is mapped page-locked memory a
 //     host thread spins on)
+//   tf_bench_spin(uint64_t ns)   bench/bench_transfer's 20 us of work; the
+//     double has no clock of device time: it does nothing
 // A kernel that touches memory outside a live allocation reachable from the
 // launching context (its device, or a peer with access enabled) poisons that
 // context with CUDA_ERROR_ILLEGAL_ADDRESS when it runs, like an asynchronous
@@ -40,6 +42,7 @@ static const BuiltinKernel kBuiltins[] = {
     {"tfd_add_f32", Kernel::add_f32, 4},
     {"tfd_illegal_address", Kernel::illegal_address, 0},
     {"tf_read_scalar", Kernel::read_scalar, 4},
+    {"tf_bench_spin", Kernel::spin, 1},
 };
 
 static const BuiltinKernel *find_builtin(const std::string &name)
@@ -417,6 +420,8 @@ static bool execute(Kernel k, const Context &cur, const Args &args)
 {
     if (k == Kernel::illegal_address)
         return false;
+    if (k == Kernel::spin)
+        return true;
     uint32_t n = args.n;
     if (k == Kernel::read_scalar) {
         const unsigned char *s = kernel_range(cur, args.ptr[0], n);
