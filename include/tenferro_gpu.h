@@ -142,14 +142,14 @@ extern "C" {
 /** Major version: changes only when the ABI breaks (the SONAME's number). */
 #define TF_VERSION_MAJOR 1
 /** Minor version: new functions, enum values or struct fields at the end. */
-#define TF_VERSION_MINOR 0
+#define TF_VERSION_MINOR 1
 /** Patch version: fixes that change no interface. */
 #define TF_VERSION_PATCH 0
 /** The version as one number: major * 10000 + minor * 100 + patch. */
 #define TF_VERSION_NUMBER \
     (TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH)
 /** The version as "major.minor.patch". */
-#define TF_VERSION_STRING "1.0.0"
+#define TF_VERSION_STRING "1.1.0"
 
 /**
  * Version of the loaded library; compare it with TF_VERSION_NUMBER to detect
@@ -1795,7 +1795,9 @@ TF_NODISCARD TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, vo
  *                tf_host_register() range of this runtime.
  * @param[in] dst device memory of the runtime's device (checked).
  * @param[in] len bytes; 0 does nothing.
- * @return As tf_download_async().
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: @p src pageable or
+ *         another runtime's: the message names tf_host_alloc and
+ *         tf_host_register); TF_ERROR_INVALID_HANDLE; the device statuses.
  * @threadsafety As tf_download_async().
  * @failure Nothing was queued.
  * @since 1.1

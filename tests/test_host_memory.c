@@ -555,6 +555,40 @@ static void bad_arguments_are_refused(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* Every call checks its handle first: NULL, released, never a handle. */
+static void handles_are_checked(void **state) {
+    tf_runtime *dead = new_runtime();
+    uint64_t junk[8] = {0};
+    tf_runtime *bad[3];
+    const tf_status want[3] = {TF_ERROR_INVALID_ARGUMENT, TF_ERROR_INVALID_HANDLE,
+                               TF_ERROR_INVALID_HANDLE};
+    const char *msg[3] = {"runtime handle is NULL", "was already released",
+                          "is not a runtime handle"};
+    unsigned char buf[16];
+    void *p = NULL;
+    tf_host_pool_stats s;
+    int i;
+    (void)state;
+    assert_ok(tf_runtime_release(dead));
+    bad[0] = NULL;
+    bad[1] = dead;
+    bad[2] = (tf_runtime *)(void *)junk;
+    tf_host_pool_stats_init(&s, sizeof s);
+    for (i = 0; i < 3; ++i) {
+        assert_failure(tf_host_alloc(bad[i], 16, &p), want[i], "tf_host_alloc", msg[i]);
+        assert_failure(tf_host_free(bad[i], buf), want[i], "tf_host_free", msg[i]);
+        assert_failure(tf_host_record_use(bad[i], buf), want[i], "tf_host_record_use", msg[i]);
+        assert_failure(tf_host_register(bad[i], buf, 16), want[i], "tf_host_register", msg[i]);
+        assert_failure(tf_host_unregister(bad[i], buf), want[i], "tf_host_unregister", msg[i]);
+        assert_failure(tf_host_stats(bad[i], &s), want[i], "tf_host_stats", msg[i]);
+        assert_failure(tf_host_trim(bad[i]), want[i], "tf_host_trim", msg[i]);
+        assert_failure(tf_download_async(bad[i], 0x10, buf, 16), want[i], "tf_download_async",
+                       msg[i]);
+        assert_failure(tf_upload_async(bad[i], buf, 0x10, 16), want[i], "tf_upload_async",
+                       msg[i]);
+    }
+}
+
 /* ---- teardown and fork ----------------------------------------------------------- */
 
 static void release_frees_the_cache_and_leaks_held_blocks(void **state) {
@@ -661,6 +695,7 @@ int main(void) {
         TF_TEST(memory_page_locked_elsewhere_is_refused),
         TF_TEST(register_failures),
         TF_TEST(bad_arguments_are_refused),
+        TF_TEST(handles_are_checked),
         TF_TEST(release_frees_the_cache_and_leaks_held_blocks),
         TF_TEST(release_without_streams_frees_the_cache),
         TF_TEST(forked_child_refuses_the_pool),
