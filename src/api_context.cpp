@@ -63,6 +63,7 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
         tf_status st = scope.enter_for_caller_code(state.api(), state.context(), op);
         if (st != TF_OK) return st;
         if ((st = TF_CU(state.api(), op, cuStreamSynchronize, stream)) != TF_OK) return st;
+        if (state.host_pool().has_pending()) state.host_pool().poll(state.api());
         return tf::after_barrier(state, op);
     });
 }

@@ -13,11 +13,11 @@ use std::os::raw::{c_char, c_void};
 // ---- Version ---------------------------------------------------------------
 
 pub const TF_VERSION_MAJOR: u32 = 1;
-pub const TF_VERSION_MINOR: u32 = 0;
+pub const TF_VERSION_MINOR: u32 = 1;
 pub const TF_VERSION_PATCH: u32 = 0;
 pub const TF_VERSION_NUMBER: u32 =
     TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH;
-pub const TF_VERSION_STRING: &str = "1.0.0";
+pub const TF_VERSION_STRING: &str = "1.1.0";
 
 /// Largest struct_size the library accepts in a versioned struct.
 pub const TF_MAX_STRUCT_SIZE: u32 = 65536;
@@ -186,6 +186,21 @@ pub struct tf_retirement_stats {
     pub leaked: u64,
     pub in_flight: u64,
     pub max_in_flight: u64,
+}
+
+/// Page-locked host memory counters (1.1; no function of this crate takes it yet).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_host_pool_stats {
+    pub struct_size: u32,
+    pub reserved: u32,
+    pub bytes_in_use: u64,
+    pub bytes_cached: u64,
+    pub bytes_registered: u64,
+    pub blocks_in_use: u64,
+    pub blocks_cached: u64,
+    pub driver_allocations: u64,
+    pub pending_frees: u64,
 }
 
 /// Opaque, reference-counted loaded module.
