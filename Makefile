@@ -303,7 +303,7 @@ asan: deps
 tsan: deps
 	$(MAKE) --no-print-directory BUILD=build/tsan SANITIZE=thread OPT=-O1 check-suites
 valgrind: deps-ci tests
-	@tools/test/run-suites --double $(DOUBLE_DIR) --valgrind $(TEST_BINS)
+	@tools/test/run-suites --double $(DOUBLE_DIR) --valgrind --rerun-failed $(TEST_BINS)
 
 .PHONY: clean
 clean:

@@ -130,6 +130,28 @@ _Static_assert(sizeof(((struct tf_compile_options *)0)->options) == 8, "size of 
 _Static_assert(offsetof(struct tf_compile_options, name) == 24, "struct tf_compile_options.name moved");
 _Static_assert(sizeof(((struct tf_compile_options *)0)->name) == 8, "size of struct tf_compile_options.name changed");
 
+/* struct tf_host_pool_stats */
+_Static_assert(sizeof(struct tf_host_pool_stats) == 64, "size of struct tf_host_pool_stats changed");
+_Static_assert(_Alignof(struct tf_host_pool_stats) == 8, "alignment of struct tf_host_pool_stats changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, struct_size) == 0, "struct tf_host_pool_stats.struct_size moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->struct_size) == 4, "size of struct tf_host_pool_stats.struct_size changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, reserved) == 4, "struct tf_host_pool_stats.reserved moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->reserved) == 4, "size of struct tf_host_pool_stats.reserved changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, bytes_in_use) == 8, "struct tf_host_pool_stats.bytes_in_use moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->bytes_in_use) == 8, "size of struct tf_host_pool_stats.bytes_in_use changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, bytes_cached) == 16, "struct tf_host_pool_stats.bytes_cached moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->bytes_cached) == 8, "size of struct tf_host_pool_stats.bytes_cached changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, bytes_registered) == 24, "struct tf_host_pool_stats.bytes_registered moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->bytes_registered) == 8, "size of struct tf_host_pool_stats.bytes_registered changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, blocks_in_use) == 32, "struct tf_host_pool_stats.blocks_in_use moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->blocks_in_use) == 8, "size of struct tf_host_pool_stats.blocks_in_use changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, blocks_cached) == 40, "struct tf_host_pool_stats.blocks_cached moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->blocks_cached) == 8, "size of struct tf_host_pool_stats.blocks_cached changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, driver_allocations) == 48, "struct tf_host_pool_stats.driver_allocations moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->driver_allocations) == 8, "size of struct tf_host_pool_stats.driver_allocations changed");
+_Static_assert(offsetof(struct tf_host_pool_stats, pending_frees) == 56, "struct tf_host_pool_stats.pending_frees moved");
+_Static_assert(sizeof(((struct tf_host_pool_stats *)0)->pending_frees) == 8, "size of struct tf_host_pool_stats.pending_frees changed");
+
 /* enum tf_status_code */
 _Static_assert(TF_OK == 0, "TF_OK was renumbered");
 _Static_assert(TF_ERROR_INVALID_ARGUMENT == 1, "TF_ERROR_INVALID_ARGUMENT was renumbered");

@@ -46,8 +46,9 @@
  *  - slot: one of a runtime's streams.  A thread's calls use one slot
  *    (tf_runtime_current_slot()), a bound handle's calls one fixed slot.
  *  - slot-exclusive: tf_cublas_enqueue(), tf_stream_enqueue(),
- *    tf_download_scalar(), and tf_download() into pageable memory above
- *    64 KiB.  Those on one slot run one at a time, callbacks included; other
+ *    tf_download_scalar(), tf_download() into pageable memory above 64 KiB
+ *    and tf_upload() from pageable memory above 256 KiB.  Those on one
+ *    slot run one at a time, callbacks included; other
  *    slots never wait for them.  Inside an enqueue callback, a slot-exclusive
  *    call on the same slot returns TF_ERROR_RUNTIME_STATE.
  *  - first use: the first call that needs a slot's stream, the driver,
@@ -1536,14 +1537,19 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  * Copy @p len bytes from host memory @p src to device memory @p dst, in order
  * on the calling thread's slot.  On TF_OK @p src is free again; later work on
  * the slot sees the data, other slots after tf_runtime_sync() of this one.
+ * Pageable @p src above 256 KiB is staged through the slot's buffers, copied
+ * in by tf_runtime_options::download_threads threads.
  * @param[in] rt  the runtime.
  * @param[in] src host memory readable for @p len bytes.
  * @param[in] dst device memory of the runtime's device (checked).
  * @param[in] len bytes; 0 does nothing.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also a device @p src);
- *         TF_ERROR_INVALID_HANDLE; the device statuses.
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked
+ *         memory); TF_ERROR_RUNTIME_STATE (staged, inside an enqueue
+ *         callback on this slot); the device statuses.
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
- *         earlier work and the copy are done.
+ *         earlier work and the copy are done.  Slot-exclusive when staged;
+ *         a pthread_cancel() then acts after it.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
  *         @p dst may be partly written and a page-locked @p src still read:
  *         keep @p src until a later tf_runtime_sync() of the slot returns
@@ -1609,7 +1615,8 @@ TF_NODISCARD TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src,
 
 /**
  * Read a small value (a scalar, a flag) from device memory after the work
- * queued on the calling thread's slot, through the slot's page-locked buffer.
+ * queued on the calling thread's slot: the value that work left there.  A
+ * short wait spins, a long one sleeps; a fault of that work is reported.
  * @param[in] rt   the runtime.
  * @param[in] src  device memory of the runtime's device (checked).
  * @param[out] out host memory writable for @p len bytes.
@@ -1648,6 +1655,200 @@ TF_NODISCARD TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, v
  */
 TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst,
                                           size_t len);
+
+/**
+ * Allocate @p bytes of page-locked host memory (cuMemHostAlloc, PORTABLE)
+ * from the runtime's caching pool.  The size is rounded up to its class (a
+ * power of two from 4 KiB to 256 MiB, then a multiple of 64 MiB); a cached
+ * free block of the class is reused without a driver call.  When the driver
+ * is out of page-locked memory the cache is trimmed (tf_host_trim()) and the
+ * allocation tried once more.  Not zeroed.
+ * @param[in] rt       the runtime; the block is usable by every context.
+ * @param[in] bytes    size, at least 1.
+ * @param[out] out_ptr the block: tf_host_free() it through this runtime.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, @p bytes 0 or too large);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked memory
+ *         exhausted after the trim); the device statuses.
+ * @threadsafety Any thread; waits only for other pool calls of the runtime.
+ *         Never waits for the device.
+ * @failure Nothing was allocated.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void **out_ptr);
+
+/**
+ * Give a tf_host_alloc() block back to the runtime's cache.  Safe while the
+ * device still uses it: the block is handed out again only once every slot
+ * stream that used it (the library's asynchronous copies,
+ * tf_host_record_use()) has passed this call.  Reading or writing the block
+ * after this call is undefined.
+ * @param[in] rt  the runtime that allocated it.
+ * @param[in] ptr the block's start; NULL is a no-op.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of a live block of
+ *         this runtime: never allocated, interior, freed already, another
+ *         runtime's, a registered range); TF_ERROR_INVALID_HANDLE; the device
+ *         statuses.
+ * @threadsafety Any thread; waits only for other pool calls of the runtime,
+ *         and for a stream when an event cannot be recorded on it.
+ * @failure After TF_ERROR_INVALID_ARGUMENT nothing changed.  Otherwise the
+ *         device's use could not be bounded: the block is leaked, never
+ *         reused; do not use it.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr);
+
+/**
+ * Note that the calling thread's slot stream uses the block or registered
+ * range holding @p ptr: call it after queueing your own work on it (a
+ * kernel, a cuMemcpyAsync on tf_runtime_stream()), so that tf_host_free()
+ * waits for that work before the block is reused.  The library's own
+ * asynchronous copies record their uses themselves.
+ * @param[in] rt  the runtime.
+ * @param[in] ptr any address inside a live tf_host_alloc() block or
+ *                tf_host_register() range of this runtime.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
+ *         device statuses.
+ * @threadsafety Any thread, also inside enqueue callbacks; only a first use
+ *         blocks.
+ * @failure No use was recorded.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_record_use(tf_runtime *rt, void *ptr);
+
+/**
+ * Page-lock the caller's memory [@p ptr, @p ptr + @p bytes) for the runtime
+ * (cuMemHostRegister, PORTABLE) and track it, so the asynchronous copies
+ * accept it.  The memory stays the caller's; keep it until
+ * tf_host_unregister() or the runtime's last release, which unregisters it.
+ * @param[in] rt    the runtime.
+ * @param[in] ptr   host memory, not NULL.
+ * @param[in] bytes at least 1.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, 0, a range overlapping one
+ *         this runtime tracks, memory the driver already knows as
+ *         page-locked); TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY; the
+ *         device statuses.
+ * @threadsafety Any thread; waits only for other pool calls of the runtime.
+ * @failure Nothing was registered.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_register(tf_runtime *rt, void *ptr, size_t bytes);
+
+/**
+ * Wait for the slot streams that used a tf_host_register() range, then
+ * unregister it (cuMemHostUnregister).
+ * @param[in] rt  the runtime that registered it.
+ * @param[in] ptr the start of the range.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not the start of a range
+ *         this runtime registered, a tf_host_alloc() block);
+ *         TF_ERROR_INVALID_HANDLE; the device statuses.
+ * @threadsafety Any thread; blocks until the streams that used the range
+ *         have finished their work.
+ * @failure The range is still registered and tracked: call again, or leave
+ *         it to the runtime's release.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_unregister(tf_runtime *rt, void *ptr);
+
+/**
+ * Counters of a runtime's page-locked host memory.  Bytes are what the
+ * driver holds (size classes).  Every snapshot satisfies
+ * bytes_in_use + bytes_cached == page-locked bytes the pool holds from the
+ * driver; pending_frees <= blocks_cached.
+ */
+typedef struct tf_host_pool_stats {
+    uint32_t struct_size;        /**< in: set by tf_host_pool_stats_init */
+    uint32_t reserved;           /**< out: 0 */
+    uint64_t bytes_in_use;       /**< out: blocks allocated and not freed */
+    uint64_t bytes_cached;       /**< out: freed blocks kept for reuse */
+    uint64_t bytes_registered;   /**< out: tf_host_register() ranges */
+    uint64_t blocks_in_use;      /**< out: blocks allocated and not freed */
+    uint64_t blocks_cached;      /**< out: freed blocks kept, pending included */
+    uint64_t driver_allocations; /**< out: cuMemHostAlloc calls that succeeded */
+    uint64_t pending_frees;      /**< out: freed blocks a stream may still use */
+} tf_host_pool_stats;
+
+/**
+ * Zero @p stats and set its struct_size.
+ * @param[out] stats the struct; NULL is ignored.
+ * @param[in] struct_size sizeof(tf_host_pool_stats) as the caller was
+ *         compiled; exactly that many bytes are written.  Below 4 or above
+ *         TF_MAX_STRUCT_SIZE, nothing is written.
+ * @threadsafety Any thread; touches only @p stats.
+ * @since 1.1
+ */
+TF_API void tf_host_pool_stats_init(tf_host_pool_stats *stats, size_t struct_size);
+
+/**
+ * A consistent snapshot of the runtime's page-locked memory counters (no
+ * driver call); works after a fault.
+ * @param[in] rt      the runtime.
+ * @param[in,out] out from tf_host_pool_stats_init(); nothing past its
+ *                    struct_size is written.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a struct_size that does
+ *         not reach past bytes_in_use or is above TF_MAX_STRUCT_SIZE);
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (a forked child).
+ * @threadsafety Any thread; waits only for other pool calls of the runtime.
+ * @failure Nothing to undo.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_stats(const tf_runtime *rt, tf_host_pool_stats *out);
+
+/**
+ * Give every cached block that no stream still uses back to the driver
+ * (cuMemFreeHost), after polling the pending frees.  Blocks in use and
+ * pending frees stay.
+ * @param[in] rt the runtime.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
+ *         device statuses (the first cuMemFreeHost that failed).
+ * @threadsafety Any thread; may block as cuMemFreeHost does.
+ * @failure A block the driver refused to free is leaked; the others were
+ *         freed.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_host_trim(tf_runtime *rt);
+
+/**
+ * Queue a copy of @p len bytes of device memory into page-locked host
+ * memory on the calling thread's slot, after its earlier work, and return.
+ * @p dst belongs to the device until completion is observed
+ * (tf_event_record() then tf_event_synchronize() or tf_event_query(), or
+ * tf_runtime_sync() of the slot): reading or writing it before is a race;
+ * tf_host_free() of its block is safe (the pool waits).
+ * @param[in] rt   the runtime.
+ * @param[in] src  device memory of the runtime's device (checked).
+ * @param[out] dst host memory wholly inside one tf_host_alloc() block or
+ *                 tf_host_register() range of this runtime.
+ * @param[in] len  bytes; 0 does nothing.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: @p dst pageable or
+ *         another runtime's: the message names tf_host_alloc and
+ *         tf_host_register); TF_ERROR_INVALID_HANDLE; the device statuses.
+ * @threadsafety Any thread, also inside enqueue callbacks; only a first use
+ *         blocks.
+ * @failure Nothing was queued.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, void *dst,
+                                                size_t len);
+
+/**
+ * Queue a copy of @p len bytes of page-locked host memory to device memory
+ * on the calling thread's slot, after its earlier work, and return.  The
+ * device reads @p src when the copy runs: keep it unchanged until
+ * completion is observed, as for tf_download_async().
+ * @param[in] rt  the runtime.
+ * @param[in] src host memory wholly inside one tf_host_alloc() block or
+ *                tf_host_register() range of this runtime.
+ * @param[in] dst device memory of the runtime's device (checked).
+ * @param[in] len bytes; 0 does nothing.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: @p src pageable or
+ *         another runtime's: the message names tf_host_alloc and
+ *         tf_host_register); TF_ERROR_INVALID_HANDLE; the device statuses.
+ * @threadsafety As tf_download_async().
+ * @failure Nothing was queued.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, uint64_t dst,
+                                              size_t len);
 
 /** @} */
 

@@ -55,6 +55,7 @@ TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
         tf_status st = frame.enter_context(tf::CallerCode::runs);
         if (st != TF_OK) return st;
         if ((st = TF_CU(state.api(), cuStreamSynchronize, stream)) != TF_OK) return st;
+        if (state.host_pool().has_pending()) state.host_pool().poll(state.api());
         return tf::after_barrier(state);
     });
 }

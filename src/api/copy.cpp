@@ -1,8 +1,9 @@
-// Public copies that need no staging: tf_upload, tf_copy.
+// Public host-to-device and device copies: tf_upload, tf_copy.
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
+#include "transfer/staged_upload.h"
 
 extern "C" {
 
@@ -17,7 +18,10 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         tf_status st = frame.enter();
         if (st == TF_OK)
             st = tf::check_host_transfer(frame, "dst", dst, "src", src, len, &host_kind);
-        if (st == TF_OK) st = TF_CU(api, cuMemcpyHtoDAsync, dst, src, len, frame.stream());
+        if (st != TF_OK) return st;
+        if (host_kind == tf::HostMemory::pageable && len > tf::kStagedUploadAbove)
+            return tf::upload_staged(frame, src, dst, len);
+        st = TF_CU(api, cuMemcpyHtoDAsync, dst, src, len, frame.stream());
         // The driver stages pageable memory before it returns; the device
         // reads page-locked memory itself, so wait until it has.
         if (st == TF_OK && host_kind == tf::HostMemory::page_locked)

@@ -1,10 +1,9 @@
 // Public downloads: tf_download_scalar (the hot path) and tf_download.
-#include <cstring>
-
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
+#include "transfer/scalar_read.h"
 #include "transfer/staged_download.h"
 
 namespace {
@@ -14,26 +13,6 @@ tf_status fail_scalar_len(size_t len) {
     return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                    "len %zu is over TF_SCALAR_DOWNLOAD_MAX_BYTES (%d); use tf_download", len,
                    TF_SCALAR_DOWNLOAD_MAX_BYTES);
-}
-
-// Under the slot lock: the copy into the slot's staging buffer and the wait
-// for the slot's stream.  No allocation after the slot's first call.
-tf_status scalar_through_staging(tf::CallFrame &frame, uint64_t src, void *out, size_t len) {
-    tf_status st = frame.lock_slot();
-    if (st != TF_OK) return st;
-    const tf::DriverApi &api = frame.api();
-    tf::TransferSlot &staging = frame.resources().transfer;
-    if ((st = tf::ensure_scalar_staging(api, staging)) != TF_OK) return st;
-    st = TF_CU(api, cuMemcpyDtoHAsync, staging.scalar, src, len, frame.stream());
-    if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, frame.stream());
-    if (st != TF_OK) {
-        // Neither a failed submission nor a failed wait proves the device
-        // is done with the buffer.
-        tf::abandon_scalar_staging(staging);
-        return st;
-    }
-    std::memcpy(out, staging.scalar, len);
-    return TF_OK;
 }
 
 }  // namespace
@@ -50,7 +29,7 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
         if (st != TF_OK) return st;
-        return scalar_through_staging(frame, src, out, len);
+        return tf::read_scalar(frame, src, out, len, tf::ScalarReadPlan());
     });
 }
 

@@ -19,7 +19,10 @@ std::atomic<uint64_t> g_next_id{1};
 }  // namespace
 
 RuntimeState::RuntimeState(const DriverApi &api, const RuntimeOptions &options)
-    : api_(&api), options_(options), slots_(new StreamSlot[options.stream_slots]) {}
+    : api_(&api),
+      options_(options),
+      slots_(new StreamSlot[options.stream_slots]),
+      host_pool_(static_cast<int>(options.stream_slots)) {}
 
 tf_status RuntimeState::create(int32_t ordinal, const RuntimeOptions &options,
                                std::shared_ptr<RuntimeState> *out) {

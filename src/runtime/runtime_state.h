@@ -13,6 +13,7 @@
 #include "runtime/retirement_queue.h"
 #include "runtime/stream_slot.h"
 #include "tenferro_gpu.h"
+#include "transfer/host_pool.h"
 #include "transfer/transfer_state.h"
 #include "util/fork_guard.h"
 #include "util/thread_sequence.h"
@@ -81,6 +82,8 @@ public:
     RetirementQueue &retirements() { return retirements_; }
     // Copy threads and cached driver answers of the transfers.
     TransferState &transfers() const { return transfers_; }
+    // Page-locked host memory (tf_host_alloc, tf_host_register).
+    HostPool &host_pool() const { return host_pool_; }
 
 private:
     RuntimeState(const DriverApi &api, const RuntimeOptions &options);
@@ -109,6 +112,7 @@ private:
     char fault_detail_[TF_ERROR_MESSAGE_CAPACITY] = {0};
 
     mutable TransferState transfers_;  // only caches and threads: no logical state
+    mutable HostPool host_pool_;       // locks itself
 };
 
 }  // namespace tf

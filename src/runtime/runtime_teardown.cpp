@@ -5,7 +5,8 @@
 // them on purpose (the device may still use them); release the primary
 // context; put the caller's context back.  After a sticky fault, in a forked
 // child, or once the driver is deinitialized, the device is not touched and
-// the resources are leaked without a warning.
+// the resources are leaked without a warning.  Page-locked host memory
+// (host_pool.h) follows the streams: freed with them, or leaked with them.
 #include <cstdio>
 
 #include "driver/context_scope.h"
@@ -47,13 +48,14 @@ void RuntimeState::teardown() {
     for (int i = 0; i < slot_count(); ++i) any_stream |= existing_stream(i) != nullptr;
     ContextScope scope;
     scope.quiet_when_deinitialized();
-    if (any_stream && !faulted()) {
+    // Page-locked blocks need the context even when no stream was made.
+    if ((any_stream || !host_pool_.empty()) && !faulted()) {
         // Pending releases run below: caller code.
         if (scope.enter_for_caller_code(*api_, context()) != TF_OK) {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);
-        } else if (synchronize_all_streams()) {
+        } else if (!any_stream || synchronize_all_streams()) {
             release_stream_resources();
         }
     }
@@ -84,6 +86,8 @@ void RuntimeState::release_stream_resources() {
     // Every stream retired: each pending retirement is complete, and its
     // release may still need what the slots hold.
     retirements_.release_all(*api_);
+    host_pool_.release_all(*api_);
+    transfers_.scalar_kernel.release(*api_);
     for (int i = 0; i < slot_count(); ++i) {
         StreamSlot &slot = slots_[i];
         release_slot_resources(*api_, slot.resources);

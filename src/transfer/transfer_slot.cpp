@@ -38,14 +38,6 @@ void release_ring(const DriverApi &api, StagingRing &ring) {
 
 }  // namespace
 
-tf_status ensure_scalar_staging(const DriverApi &api, TransferSlot &slot) {
-    if (slot.scalar) return TF_OK;
-    void *p = nullptr;
-    tf_status st = TF_CU(api, cuMemHostAlloc, &p, TF_SCALAR_DOWNLOAD_MAX_BYTES, kStagingFlags);
-    if (st == TF_OK) slot.scalar = p;
-    return st;
-}
-
 tf_status ensure_staging_ring(const DriverApi &api, size_t bytes, int depth, TransferSlot &slot) {
     if (slot.ring.bytes != 0) return TF_OK;
     StagingRing ring;
@@ -70,8 +62,7 @@ tf_status ensure_staging_ring(const DriverApi &api, size_t bytes, int depth, Tra
 
 void release_transfer_slot(const DriverApi &api, TransferSlot &slot) {
     // Under teardown's operation name (tf_runtime_release).
-    free_host(api, slot.scalar);
-    slot.scalar = nullptr;
+    release_scalar_mailbox(api, slot.mailbox);
     release_ring(api, slot.ring);
 }
 

@@ -30,7 +30,7 @@ CopyPool &TransferState::pool(unsigned threads) {
     if (started < wanted)
         log(TF_LOG_WARNING,
             "%s: the system refused to start a download copy thread (pthread_create: %s, %d); "
-            "bulk downloads into pageable memory use %u thread%s instead of %u",
+            "bulk transfers between pageable and device memory use %u thread%s instead of %u",
             current_operation(), std::strerror(error), error, started + 1, started ? "s" : "",
             threads);
     pool_fork_generation_ = fork_generation();

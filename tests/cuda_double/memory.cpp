@@ -238,9 +238,9 @@ static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
     return CUDA_SUCCESS;
 }
 
-const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
+static const HostAlloc *find_in(const std::map<uintptr_t, HostAlloc> &m, uintptr_t p,
+                                uintptr_t *base)
 {
-    auto &m = state().host_allocs;
     auto it = m.upper_bound(p);
     if (it == m.begin())
         return nullptr;
@@ -249,6 +249,53 @@ const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
         return nullptr;
     *base = it->first;
     return &it->second;
+}
+
+const HostAlloc *find_host(uintptr_t p, uintptr_t *base)
+{
+    const HostAlloc *h = find_in(state().host_allocs, p, base);
+    return h != nullptr ? h : find_in(state().host_registered, p, base);
+}
+
+// Page-locks caller memory: from then on it is page-locked for the copies
+// (read and written when they run) and mapped on the device at its host
+// address, like a cuMemHostAlloc block.  A range overlapping one already
+// page-locked is CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, as in CUDA.
+static CUresult host_register(void *p, size_t bytes, unsigned int flags)
+{
+    Context *cur = nullptr;
+    CUresult rc = need_context(&cur);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (p == nullptr || bytes == 0 || (flags & ~known) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    for (const auto *m : {&state().host_allocs, &state().host_registered}) {
+        auto it = m->lower_bound(a);
+        uintptr_t base = 0;
+        if ((it != m->end() && it->first < a + bytes) || find_in(*m, a, &base) != nullptr)
+            return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    state().host_registered[a] = HostAlloc{bytes, flags, cur->handle};
+    return CUDA_SUCCESS;
+}
+
+// Only the start of a registered range.  Copies still queued on it keep
+// their pointers (the double runs them on plain host memory then): the
+// library must wait for them first, which tests observe through the data.
+static CUresult host_unregister(void *p)
+{
+    CUresult rc = need_context(nullptr);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    auto &m = state().host_registered;
+    auto it = m.find(reinterpret_cast<uintptr_t>(p));
+    if (p == nullptr || it == m.end())
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    m.erase(it);
+    return CUDA_SUCCESS;
 }
 
 bool page_locked(const void *p, size_t bytes)
@@ -370,6 +417,16 @@ CUresult entry::d_cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 CUresult entry::d_cuMemFreeHost(void *p)
 {
     return run("cuMemFreeHost", [&] { return free_host(p); });
+}
+
+CUresult entry::d_cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
+{
+    return run("cuMemHostRegister", [&] { return host_register(p, bytes, flags); });
+}
+
+CUresult entry::d_cuMemHostUnregister(void *p)
+{
+    return run("cuMemHostUnregister", [&] { return host_unregister(p); });
 }
 
 CUresult entry::d_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags)

@@ -159,6 +159,9 @@ void reclaim_context(Context &ctx)
         }
         it = next;
     }
+    // Registered host memory is unregistered with its context, as in CUDA.
+    for (auto it = s.host_registered.begin(); it != s.host_registered.end();)
+        it = it->second.ctx == ctx.handle ? s.host_registered.erase(it) : std::next(it);
     for (auto &other : s.contexts)
         other.second.peers.erase(ctx.handle);
     ctx.poison = 0;

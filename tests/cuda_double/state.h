@@ -96,7 +96,7 @@ struct Module {
     std::map<std::string, uint64_t> functions;   // name -> function handle
 };
 
-enum class Kernel { fill_u32, add_f32, illegal_address };
+enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin };
 
 struct Function {
     uint64_t module = 0;
@@ -159,6 +159,7 @@ struct State {
     std::map<uint64_t, Function> functions;
     std::map<uint64_t, DeviceAlloc> device_allocs;   // keyed by base address
     std::map<uintptr_t, HostAlloc> host_allocs;      // keyed by host address
+    std::map<uintptr_t, HostAlloc> host_registered;  // cuMemHostRegister ranges, likewise
     std::map<uint64_t, tfd_cublas_info> cublas;
 
     std::vector<FaultRule> rules;
@@ -253,10 +254,12 @@ unsigned char *device_range(CUdeviceptr dptr, size_t bytes);
 // Page-locked host memory seen from the device: with unified addressing a
 // cuMemHostAlloc block is mapped at its host address.  nullptr otherwise.
 unsigned char *mapped_range(CUdeviceptr dptr, size_t bytes);
-// Pinned host allocation containing `p`, or nullptr.
+// Page-locked host memory containing `p` (a cuMemHostAlloc block or a
+// cuMemHostRegister range), or nullptr.
 const HostAlloc *find_host(uintptr_t p, uintptr_t *base);
 // Whether [p, p+bytes) lies in page-locked host memory the double knows
-// (a cuMemHostAlloc block); other host memory is pageable.
+// (a cuMemHostAlloc block or a registered range); other host memory is
+// pageable.
 bool page_locked(const void *p, size_t bytes);
 // Prologue of every stream-ordered call: a usable context and stream; *key
 // (may be NULL) receives the stream key.

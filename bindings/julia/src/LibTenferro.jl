@@ -130,6 +130,19 @@ struct tf_retirement_stats
     max_in_flight::UInt64
 end
 
+# 1.1; not called by the binding yet
+struct tf_host_pool_stats
+    struct_size::UInt32
+    reserved::UInt32
+    bytes_in_use::UInt64
+    bytes_cached::UInt64
+    bytes_registered::UInt64
+    blocks_in_use::UInt64
+    blocks_cached::UInt64
+    driver_allocations::UInt64
+    pending_frees::UInt64
+end
+
 struct tf_launch_config
     struct_size::UInt32
     grid_x::UInt32

@@ -85,6 +85,21 @@ class RetirementStatsStruct(Structure):
     ]
 
 
+class HostPoolStatsStruct(Structure):
+    """struct tf_host_pool_stats (1.1; the binding does not call it yet)"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("reserved", c_uint32),
+        ("bytes_in_use", c_uint64),
+        ("bytes_cached", c_uint64),
+        ("bytes_registered", c_uint64),
+        ("blocks_in_use", c_uint64),
+        ("blocks_cached", c_uint64),
+        ("driver_allocations", c_uint64),
+        ("pending_frees", c_uint64),
+    ]
+
+
 class LaunchConfigStruct(Structure):
     """struct tf_launch_config"""
     _fields_ = [

@@ -188,6 +188,21 @@ pub struct tf_retirement_stats {
     pub max_in_flight: u64,
 }
 
+/// Page-locked host memory counters (1.1; no function of this crate takes it yet).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_host_pool_stats {
+    pub struct_size: u32,
+    pub reserved: u32,
+    pub bytes_in_use: u64,
+    pub bytes_cached: u64,
+    pub bytes_registered: u64,
+    pub blocks_in_use: u64,
+    pub blocks_cached: u64,
+    pub driver_allocations: u64,
+    pub pending_frees: u64,
+}
+
 /// Opaque, reference-counted loaded module.
 #[repr(C)]
 pub struct tf_module {

@@ -1,0 +1,459 @@
+#include "transfer/host_pool.h"
+
+#include <algorithm>
+
+#include "driver/cuda_status.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace tf {
+namespace {
+
+constexpr size_t kMinClass = size_t(4) << 10;
+constexpr size_t kPowerOfTwoUpTo = size_t(256) << 20;
+constexpr size_t kLargeStep = size_t(64) << 20;
+constexpr unsigned kAllocFlags = CU_MEMHOSTALLOC_PORTABLE;
+constexpr unsigned kRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE;
+
+void *as_ptr(uintptr_t p) { return reinterpret_cast<void *>(p); }
+
+}  // namespace
+
+size_t host_size_class(size_t bytes) {
+    if (bytes <= kMinClass) return kMinClass;
+    if (bytes <= kPowerOfTwoUpTo) {
+        size_t c = kMinClass;
+        while (c < bytes) c <<= 1;
+        return c;
+    }
+    if (bytes > SIZE_MAX - kLargeStep) return 0;
+    return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+}
+
+HostPool::HostPool(int slot_count) : streams_(new std::atomic<CUstream>[slot_count]) {
+    for (int i = 0; i < slot_count; ++i) streams_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+HostPool::~HostPool() = default;
+
+HostPool::Range *HostPool::find_locked(uintptr_t p) const {
+    auto it = ranges_.upper_bound(p);
+    if (it == ranges_.begin()) return nullptr;
+    --it;
+    Range *r = it->second.get();
+    const size_t extent = r->kind == Kind::block ? r->capacity : r->bytes;
+    return p - r->base < extent ? r : nullptr;
+}
+
+tf_status HostPool::fail_not_ours(const char *name, const void *ptr,
+                                  const char *what) const {
+    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "%s %p %s", name, ptr, what);
+}
+
+// ---- allocation -------------------------------------------------------------------------
+
+tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
+    const size_t capacity = host_size_class(bytes);
+    if (capacity == 0)
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes %zu is too large", bytes);
+    {
+        std::unique_lock<std::shared_mutex> hold(mutex_);
+        poll_front_locked(api);
+        auto it = cached_.find(capacity);
+        if (it != cached_.end() && !it->second.empty()) {
+            Range *r = it->second.back();
+            it->second.pop_back();
+            r->bytes = bytes;
+            r->phase = Phase::live;
+            stats_.bytes_cached -= capacity;
+            --stats_.blocks_cached;
+            stats_.bytes_in_use += capacity;
+            ++stats_.blocks_in_use;
+            *out = as_ptr(r->base);
+            return TF_OK;
+        }
+    }
+    return allocate_from_driver(api, bytes, capacity, out);
+}
+
+// Outside the lock: pinning memory can take milliseconds.  Out of
+// page-locked memory, the cache is trimmed and the call made once more.
+tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes,
+                                         size_t capacity, void **out) {
+    if (!api.cuMemHostAlloc) return fail_missing("cuMemHostAlloc");
+    std::unique_ptr<Range> range(new Range);
+    void *p = nullptr;
+    CUresult r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        std::vector<std::unique_ptr<Range>> cached;
+        {
+            std::unique_lock<std::shared_mutex> hold(mutex_);
+            poll_all_locked(api);
+            cached = take_cached_locked();
+        }
+        if (!cached.empty()) {
+            KeepLastError keep;  // the retry's answer is the call's
+            (void)free_to_driver(api, std::move(cached));
+            r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
+        }
+    }
+    if (r != CUDA_SUCCESS)
+        return fail_cuda(api, "cuMemHostAlloc", r,
+                         r == CUDA_ERROR_OUT_OF_MEMORY
+                             ? "page-locked host memory is exhausted (the cache was trimmed)"
+                             : "nothing was allocated");
+    range->base = reinterpret_cast<uintptr_t>(p);
+    range->bytes = bytes;
+    range->capacity = capacity;
+    try {
+        std::unique_lock<std::shared_mutex> hold(mutex_);
+        ranges_.emplace(range->base, std::move(range));
+        stats_.bytes_in_use += capacity;
+        ++stats_.blocks_in_use;
+        ++stats_.driver_allocations;
+    } catch (...) {
+        (void)api.cuMemFreeHost(p);
+        throw;
+    }
+    *out = p;
+    return TF_OK;
+}
+
+// ---- free ---------------------------------------------------------------------------------
+
+tf_status HostPool::free(const DriverApi &api, void *ptr) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    Range *r = find_locked(p);
+    if (!r)
+        return fail_not_ours("ptr", ptr,
+                             "was not allocated by tf_host_alloc of this runtime (pageable "
+                             "memory, another runtime's block, or a stale pointer)");
+    if (r->kind == Kind::registered)
+        return fail_not_ours("ptr", ptr,
+                             "lies in a range registered with tf_host_register; release it "
+                             "with tf_host_unregister");
+    if (r->base != p)
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                       "ptr %p is inside the tf_host_alloc block at %p, not its start", ptr,
+                       as_ptr(r->base));
+    if (r->phase != Phase::live)
+        return fail_not_ours("ptr", ptr, "was already freed (a double free)");
+    r->phase = Phase::freed;
+    stats_.bytes_in_use -= r->capacity;
+    --stats_.blocks_in_use;
+    stats_.bytes_cached += r->capacity;
+    ++stats_.blocks_cached;
+    return park_used_locked(api, r);
+}
+
+// A freed block with no recorded use is cached at once; one with uses waits
+// behind an event on each stream that used it.
+tf_status HostPool::park_used_locked(const DriverApi &api, Range *r) {
+    Pending pending{r, {}};
+    for (int word = 0; word < kMaxSlots / 64; ++word) {
+        uint64_t bits = r->used[word].exchange(0, std::memory_order_relaxed);
+        for (; bits != 0; bits &= bits - 1) {
+            const int slot = word * 64 + __builtin_ctzll(bits);
+            CUstream stream = streams_[slot].load(std::memory_order_relaxed);
+            CUevent ev = nullptr;
+            if (!events_.empty()) {
+                ev = events_.back();
+                events_.pop_back();
+            } else if (!api.cuEventCreate ||
+                       api.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+                ev = nullptr;
+            }
+            if (ev && api.cuEventRecord && api.cuEventRecord(ev, stream) == CUDA_SUCCESS) {
+                pending.events.push_back(ev);
+                continue;
+            }
+            if (ev) events_.push_back(ev);  // unrecorded (or its old record): still usable
+            // No event: wait for the stream instead.
+            tf_status st = TF_CU(api, cuStreamSynchronize, stream);
+            if (st != TF_OK) {
+                // The device's use cannot be bounded: leak the block.
+                for (CUevent e : pending.events) events_.push_back(e);
+                stats_.bytes_cached -= r->capacity;
+                --stats_.blocks_cached;
+                ranges_.erase(r->base);
+                return st;
+            }
+        }
+    }
+    if (pending.events.empty()) {
+        cache_locked(r);
+        return TF_OK;
+    }
+    pending_.push_back(std::move(pending));
+    ++stats_.pending_frees;
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+    return TF_OK;
+}
+
+void HostPool::cache_locked(Range *r) { cached_[r->capacity].push_back(r); }
+
+// ---- pending frees ------------------------------------------------------------------------
+
+bool HostPool::pending_done(const DriverApi &api, const Pending &p) const {
+    for (CUevent ev : p.events)
+        if (!api.cuEventQuery || api.cuEventQuery(ev) != CUDA_SUCCESS) return false;
+    return true;
+}
+
+void HostPool::finish_pending_locked(std::deque<Pending>::iterator it) {
+    for (CUevent ev : it->events) events_.push_back(ev);
+    cache_locked(it->range);
+    --stats_.pending_frees;
+}
+
+// A failed query (a faulted context) leaves the block pending: never reused.
+void HostPool::poll_front_locked(const DriverApi &api) {
+    if (pending_.empty()) return;
+    while (!pending_.empty() && pending_done(api, pending_.front())) {
+        finish_pending_locked(pending_.begin());
+        pending_.pop_front();
+    }
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+}
+
+void HostPool::poll_all_locked(const DriverApi &api) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        if (pending_done(api, *it)) {
+            finish_pending_locked(it);
+            it = pending_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+}
+
+void HostPool::poll(const DriverApi &api) {
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    poll_all_locked(api);
+}
+
+// ---- trim -------------------------------------------------------------------------------
+
+// Takes every ready block out of the cache and out of the map, so that an
+// address the driver hands out again after the free is a new block.
+std::vector<std::unique_ptr<HostPool::Range>> HostPool::take_cached_locked() {
+    std::vector<std::unique_ptr<Range>> out;
+    for (auto &cls : cached_) {
+        for (Range *r : cls.second) {
+            stats_.bytes_cached -= r->capacity;
+            --stats_.blocks_cached;
+            auto it = ranges_.find(r->base);
+            out.push_back(std::move(it->second));
+            ranges_.erase(it);
+        }
+    }
+    cached_.clear();
+    return out;
+}
+
+// Blocks the driver refuses to free are leaked (logged); the first refusal
+// is the status.
+tf_status HostPool::free_to_driver(const DriverApi &api,
+                                   std::vector<std::unique_ptr<Range>> ranges) {
+    tf_status first = TF_OK;
+    for (const auto &r : ranges) {
+        CUresult res =
+            api.cuMemFreeHost ? api.cuMemFreeHost(as_ptr(r->base)) : CUDA_ERROR_NOT_FOUND;
+        if (res == CUDA_SUCCESS) continue;
+        if (first == TF_OK)
+            first = api.cuMemFreeHost ? fail_cuda(api, "cuMemFreeHost", res)
+                                      : fail_missing("cuMemFreeHost");
+        log(TF_LOG_WARNING, "%s: leaking the page-locked block at %p (%zu bytes)",
+            current_operation(), as_ptr(r->base), r->capacity);
+    }
+    return first;
+}
+
+tf_status HostPool::trim(const DriverApi &api) {
+    std::vector<std::unique_ptr<Range>> cached;
+    {
+        std::unique_lock<std::shared_mutex> hold(mutex_);
+        poll_all_locked(api);
+        cached = take_cached_locked();
+    }
+    return free_to_driver(api, std::move(cached));
+}
+
+// ---- registered ranges ----------------------------------------------------------------
+
+tf_status HostPool::register_range(const DriverApi &api, void *ptr,
+                                   size_t bytes) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    if (bytes > UINTPTR_MAX - p)
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr %p + bytes %zu wraps around", ptr,
+                       bytes);
+    Range *reserved = nullptr;
+    {
+        std::unique_lock<std::shared_mutex> hold(mutex_);
+        auto next = ranges_.lower_bound(p);
+        Range *overlap = next != ranges_.end() && next->first < p + bytes ? next->second.get()
+                                                                         : find_locked(p);
+        if (overlap)
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                           "[%p, +%zu) overlaps the %s at %p; a range is registered once",
+                           ptr, bytes,
+                           overlap->kind == Kind::block ? "tf_host_alloc block"
+                                                        : "range registered",
+                           as_ptr(overlap->base));
+        std::unique_ptr<Range> range(new Range);
+        range->base = p;
+        range->bytes = bytes;
+        range->kind = Kind::registered;
+        range->phase = Phase::changing;  // refused by lookups until registered
+        reserved = range.get();
+        ranges_.emplace(p, std::move(range));
+    }
+    CUresult r = api.cuMemHostRegister ? api.cuMemHostRegister(ptr, bytes, kRegisterFlags)
+                                       : CUDA_ERROR_NOT_FOUND;
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    if (r != CUDA_SUCCESS) {
+        ranges_.erase(p);
+        hold.unlock();
+        if (!api.cuMemHostRegister) return fail_missing("cuMemHostRegister");
+        if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+            return fail(TF_ERROR_INVALID_ARGUMENT, "cuMemHostRegister", TF_CODE_CUDA, r,
+                        "[%p, +%zu) is already page-locked (registered outside this runtime, "
+                        "or by another runtime)",
+                        ptr, bytes);
+        return fail_cuda(api, "cuMemHostRegister", r, "nothing was registered");
+    }
+    reserved->phase = Phase::live;
+    stats_.bytes_registered += bytes;
+    return TF_OK;
+}
+
+tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    Range *r = nullptr;
+    int used_slots[kMaxSlots];
+    int n_used = 0;
+    {
+        std::unique_lock<std::shared_mutex> hold(mutex_);
+        r = find_locked(p);
+        if (!r)
+            return fail_not_ours("ptr", ptr, "was not registered with tf_host_register of "
+                                                 "this runtime");
+        if (r->kind == Kind::block)
+            return fail_not_ours("ptr", ptr,
+                                 "lies in a tf_host_alloc block; give it back with "
+                                 "tf_host_free");
+        if (r->base != p)
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                           "ptr %p is inside the range registered at %p, not its start", ptr,
+                           as_ptr(r->base));
+        if (r->phase != Phase::live)
+            return fail_not_ours("ptr", ptr, "is being registered or unregistered by "
+                                                 "another thread");
+        r->phase = Phase::changing;
+        for (int word = 0; word < kMaxSlots / 64; ++word)
+            for (uint64_t bits = r->used[word].load(std::memory_order_relaxed); bits != 0;
+                 bits &= bits - 1)
+                used_slots[n_used++] = word * 64 + __builtin_ctzll(bits);
+    }
+    tf_status st = TF_OK;
+    for (int i = 0; i < n_used && st == TF_OK; ++i)
+        st = TF_CU(api, cuStreamSynchronize,
+                   streams_[used_slots[i]].load(std::memory_order_relaxed));
+    if (st == TF_OK) st = TF_CU(api, cuMemHostUnregister, ptr);
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    if (st != TF_OK) {
+        r->phase = Phase::live;
+        return st;
+    }
+    stats_.bytes_registered -= r->bytes;
+    ranges_.erase(p);
+    return TF_OK;
+}
+
+// ---- uses -------------------------------------------------------------------------------
+
+tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    Range *r = find_locked(reinterpret_cast<uintptr_t>(ptr));
+    if (!r || r->phase != Phase::live || (r->kind == Kind::block &&
+                                          reinterpret_cast<uintptr_t>(ptr) - r->base >= r->bytes))
+        return fail_not_ours("ptr", ptr,
+                             "is not inside a live tf_host_alloc block or tf_host_register "
+                             "range of this runtime");
+    streams_[slot].store(stream, std::memory_order_relaxed);
+    r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
+    return TF_OK;
+}
+
+tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len,
+                              int slot, CUstream stream, Use *use) {
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    Range *r = find_locked(p);
+    if (!r || r->phase != Phase::live)
+        return fail_not_ours(name, ptr,
+                             "is not inside a live tf_host_alloc block or tf_host_register "
+                             "range of this runtime: asynchronous copies need page-locked "
+                             "memory the runtime tracks (tf_download and tf_upload take any "
+                             "host memory)");
+    if (p - r->base > r->bytes || len > r->bytes - (p - r->base))
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                       "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name,
+                       ptr, len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
+                       r->bytes, as_ptr(r->base));
+    streams_[slot].store(stream, std::memory_order_relaxed);
+    r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
+    use->lock_ = std::move(hold);
+    return TF_OK;
+}
+
+// ---- stats and teardown -------------------------------------------------------------------
+
+void HostPool::stats(tf_host_pool_stats *out) const {
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    *out = stats_;
+}
+
+void HostPool::release_all(const DriverApi &api) {
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    char what[96];
+    // Every stream is synchronized: each pending free has completed.
+    for (Pending &p : pending_)
+        for (CUevent ev : p.events) events_.push_back(ev);
+    pending_.clear();
+    pending_count_.store(0, std::memory_order_relaxed);
+    uint64_t leaked = 0, leaked_bytes = 0;
+    for (auto &entry : ranges_) {
+        Range &r = *entry.second;
+        CUresult res = CUDA_SUCCESS;
+        const char *call = "cuMemFreeHost";
+        if (r.kind == Kind::registered) {
+            call = "cuMemHostUnregister";
+            if (api.cuMemHostUnregister) res = api.cuMemHostUnregister(as_ptr(r.base));
+        } else if (r.phase == Phase::live) {
+            ++leaked;  // the caller may still read it
+            leaked_bytes += r.capacity;
+            continue;
+        } else if (api.cuMemFreeHost) {
+            res = api.cuMemFreeHost(as_ptr(r.base));
+        }
+        if (res != CUDA_SUCCESS && res != CUDA_ERROR_DEINITIALIZED)
+            log(TF_LOG_WARNING, "tf_runtime_release: %s of %p failed: %s", call, as_ptr(r.base),
+                describe_cuda(api, res, what, sizeof what));
+    }
+    if (leaked != 0)
+        log(TF_LOG_WARNING,
+            "tf_runtime_release: %llu tf_host_alloc blocks (%llu bytes) were not freed; they "
+            "stay allocated, page-locked, until the process exits",
+            static_cast<unsigned long long>(leaked), static_cast<unsigned long long>(leaked_bytes));
+    for (CUevent ev : events_)
+        if (api.cuEventDestroy) (void)api.cuEventDestroy(ev);
+    events_.clear();
+    cached_.clear();
+    ranges_.clear();
+    stats_ = tf_host_pool_stats{};
+}
+
+}  // namespace tf

@@ -1,0 +1,147 @@
+// The runtime's page-locked host memory: a caching pool of cuMemHostAlloc
+// blocks (tf_host_alloc, tf_host_free) and the caller's ranges registered
+// with cuMemHostRegister (tf_host_register), the ranges the asynchronous
+// copies accept.
+//
+// Size classes: a request is rounded up to a power of two from 4 KiB up to
+// 256 MiB, and above that to a multiple of 64 MiB (less than 25% waste).  A
+// freed block goes back to the cache of its class and is handed out again
+// for the same class; it goes back to the driver only in trim() (or at
+// teardown).
+//
+// INVARIANT (reuse): a block is handed out again only after every slot
+// stream that used it has passed an event recorded on it when it was freed.
+// A use is a bit per slot, set under the reader lock by the library's own
+// asynchronous copies (begin_use) and by the caller (record_use); free
+// records one event per used slot (from a small pool of events, so a warm
+// pool creates none) and parks the block as a pending free.  Pending frees
+// are polled from the oldest on allocate() (one cuEventQuery when nothing
+// completed), all of them on trim(), poll() and teardown.  An event that
+// cannot be recorded is replaced by waiting for its stream; if that fails
+// too, the block is leaked, never reused.
+//
+// Locking: one std::shared_mutex.  Lookups (begin_use, record_use) take it
+// shared and set use bits with atomic ORs; a copy keeps it shared until it
+// is queued, so a concurrent free is ordered after the copy.  Everything
+// that changes the maps takes it exclusive.  cuMemHostAlloc, cuMemFreeHost,
+// cuMemHostRegister/Unregister and the wait of an unregister run outside it
+// (a range in transition is marked and refused by lookups).
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "driver/driver_api.h"
+#include "tenferro_gpu.h"
+
+namespace tf {
+
+// The size class of a request of `bytes` (> 0); 0 when it cannot be
+// represented.
+size_t host_size_class(size_t bytes);
+
+class HostPool {
+public:
+    static constexpr int kMaxSlots = TF_MAX_STREAM_SLOTS;
+
+    explicit HostPool(int slot_count);
+    // Frees the bookkeeping only: the driver is released by release_all()
+    // (teardown with idle streams) or not at all (leaked, forked child).
+    ~HostPool();
+    HostPool(const HostPool &) = delete;
+    HostPool &operator=(const HostPool &) = delete;
+
+    // The primary context is current in every call that takes `api`.
+    tf_status allocate(const DriverApi &api, size_t bytes, void **out);
+    tf_status free(const DriverApi &api, void *ptr);
+    tf_status register_range(const DriverApi &api, void *ptr, size_t bytes);
+    tf_status unregister_range(const DriverApi &api, void *ptr);
+    tf_status trim(const DriverApi &api);
+    // Moves every pending free whose events completed to the cache.  Records
+    // no error.
+    void poll(const DriverApi &api);
+    // No block and no registered range: nothing to release at teardown.
+    bool empty() const {
+        std::shared_lock<std::shared_mutex> hold(mutex_);
+        return ranges_.empty() && events_.empty();
+    }
+    bool has_pending() const { return pending_count_.load(std::memory_order_relaxed) != 0; }
+
+    // `stream` (slot `slot`) uses the live block or registered range that
+    // holds `ptr`.
+    tf_status record_use(const void *ptr, int slot, CUstream stream);
+
+    // Held by a copy from the lookup until it is queued.
+    class Use {
+    public:
+        Use() = default;
+
+    private:
+        friend class HostPool;
+        std::shared_lock<std::shared_mutex> lock_;
+    };
+    // [ptr, ptr + len) lies in one live block or registered range: records
+    // the use by `stream` (slot `slot`) and keeps the pool's reader lock in
+    // `use`.  Otherwise TF_ERROR_INVALID_ARGUMENT naming `name`.
+    tf_status begin_use(const char *name, const void *ptr, size_t len, int slot,
+                        CUstream stream, Use *use);
+
+    void stats(tf_host_pool_stats *out) const;
+
+    // Teardown after every stream was synchronized: cached and pending
+    // blocks go back to the driver, registered ranges are unregistered, the
+    // events destroyed; blocks the caller still holds are leaked (logged).
+    // Failures are logged.
+    void release_all(const DriverApi &api);
+
+private:
+    enum class Kind : uint8_t { block, registered };
+    enum class Phase : uint8_t { live, freed, changing };
+    struct Range {
+        uintptr_t base = 0;
+        size_t bytes = 0;     // asked for (block) or registered
+        size_t capacity = 0;  // the block's size class; 0 for a registered range
+        Kind kind = Kind::block;
+        Phase phase = Phase::live;
+        std::atomic<uint64_t> used[kMaxSlots / 64] = {};
+    };
+    struct Pending {
+        Range *range;
+        std::vector<CUevent> events;
+    };
+
+    Range *find_locked(uintptr_t p) const;
+    void cache_locked(Range *r);
+    void poll_front_locked(const DriverApi &api);
+    void poll_all_locked(const DriverApi &api);
+    bool pending_done(const DriverApi &api, const Pending &p) const;
+    void finish_pending_locked(std::deque<Pending>::iterator it);
+    std::vector<std::unique_ptr<Range>> take_cached_locked();
+    tf_status free_to_driver(const DriverApi &api,
+                             std::vector<std::unique_ptr<Range>> ranges);
+    tf_status allocate_from_driver(const DriverApi &api, size_t bytes,
+                                   size_t capacity, void **out);
+    tf_status park_used_locked(const DriverApi &api, Range *r);
+    tf_status fail_not_ours(const char *name, const void *ptr, const char *what)
+        const __attribute__((cold, noinline));
+
+    mutable std::shared_mutex mutex_;
+    std::map<uintptr_t, std::unique_ptr<Range>> ranges_;  // every block and registered range
+    std::map<size_t, std::vector<Range *>> cached_;        // ready blocks by size class
+    std::deque<Pending> pending_;                          // oldest first
+    std::vector<CUevent> events_;                          // passed, reusable
+    std::unique_ptr<std::atomic<CUstream>[]> streams_;     // slot -> stream that used a range
+    std::atomic<size_t> pending_count_{0};
+    tf_host_pool_stats stats_{};
+};
+
+}  // namespace tf

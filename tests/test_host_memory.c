@@ -1,0 +1,704 @@
+/* Page-locked host memory: the per-runtime caching pool (tf_host_alloc,
+ * tf_host_free, tf_host_record_use, tf_host_trim, tf_host_stats) and
+ * registered caller memory (tf_host_register, tf_host_unregister).  The
+ * asynchronous copies that use them: test_async_copy.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/test_support.h"
+#include "support/transfer_support.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+static tf_host_pool_stats stats_of(tf_runtime *rt) {
+    tf_host_pool_stats s;
+    tf_host_pool_stats_init(&s, sizeof s);
+    assert_ok(tf_host_stats(rt, &s));
+    return s;
+}
+
+/* Calls of `entry` since the last tfd_log_clear (the double only). */
+static int calls(const char *entry) {
+    size_t i, n = tfd() ? tfd()->tfd_log_count() : 0;
+    int count = 0;
+    for (i = 0; i < n; ++i) count += strcmp(tfd()->tfd_log_name(i), entry) == 0;
+    return count;
+}
+
+static void *host_alloc(tf_runtime *rt, size_t bytes) {
+    void *p = NULL;
+    assert_ok(tf_host_alloc(rt, bytes, &p));
+    assert_non_null(p);
+    return p;
+}
+
+/* ---- the cache ------------------------------------------------------------------ */
+
+static void freed_blocks_are_reused_by_their_class(void **state) {
+    tf_runtime *rt = new_runtime();
+    tf_host_pool_stats s;
+    void *a, *b, *c;
+    (void)state;
+    a = host_alloc(rt, 1000);
+    memset(a, 0x5a, 1000); /* host memory, writable */
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_in_use, 1);
+    assert_int_equal(s.bytes_in_use, 4 * KiB);
+    assert_int_equal(s.driver_allocations, 1);
+    assert_ok(tf_host_free(rt, a));
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_in_use, 0);
+    assert_int_equal(s.bytes_in_use, 0);
+    assert_int_equal(s.blocks_cached, 1);
+    assert_int_equal(s.bytes_cached, 4 * KiB);
+    assert_int_equal(s.pending_frees, 0);
+    /* 3000 bytes are the same 4 KiB class: the block comes back, no driver call */
+    if (tfd()) tfd()->tfd_log_clear();
+    b = host_alloc(rt, 3000);
+    assert_ptr_equal(a, b);
+    assert_int_equal(calls("cuMemHostAlloc"), 0);
+    assert_int_equal(stats_of(rt).driver_allocations, 1);
+    /* another class: a new block */
+    c = host_alloc(rt, 5000);
+    assert_true(c != b);
+    s = stats_of(rt);
+    assert_int_equal(s.driver_allocations, 2);
+    assert_int_equal(s.bytes_in_use, 12 * KiB);
+    if (tfd()) assert_int_equal(tfd()->tfd_host_alloc_flags(c), CU_MEMHOSTALLOC_PORTABLE);
+    assert_ok(tf_host_free(rt, b));
+    assert_ok(tf_host_free(rt, c));
+    assert_null(raw_current_context());
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void sizes_round_up_to_their_class(void **state) {
+    static const struct {
+        size_t bytes, klass;
+    } cases[] = {
+        {1, 4 * KiB},           {4 * KiB, 4 * KiB},         {4 * KiB + 1, 8 * KiB},
+        {MiB - 1, MiB},         {MiB, MiB},                 {3 * MiB, 4 * MiB},
+        {256 * MiB, 256 * MiB}, {256 * MiB + 1, 320 * MiB}, {400 * MiB, 448 * MiB},
+    };
+    tf_runtime *rt = new_runtime();
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        void *p;
+        /* the real driver pins the whole class: keep a GPU host's memory */
+        if (!tfd() && cases[i].klass > 16 * MiB) continue;
+        p = host_alloc(rt, cases[i].bytes);
+        assert_int_equal(stats_of(rt).bytes_in_use, cases[i].klass);
+        assert_ok(tf_host_free(rt, p));
+        assert_ok(tf_host_trim(rt));
+    }
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void stats_follow_every_call(void **state) {
+    tf_runtime *rt = new_runtime();
+    tf_host_pool_stats s;
+    void *p[4];
+    int i;
+    (void)state;
+    for (i = 0; i < 4; ++i) p[i] = host_alloc(rt, (size_t)(i + 1) * 4 * KiB);
+    /* classes 4, 8, 16, 16 KiB */
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_in_use, 4);
+    assert_int_equal(s.bytes_in_use, 44 * KiB);
+    assert_int_equal(s.driver_allocations, 4);
+    for (i = 0; i < 4; ++i) assert_ok(tf_host_free(rt, p[i]));
+    s = stats_of(rt);
+    assert_int_equal(s.bytes_in_use + s.bytes_cached, 44 * KiB);
+    assert_int_equal(s.blocks_cached, 4);
+    /* a struct that ends after bytes_in_use gets that field only */
+    {
+        unsigned char raw[sizeof(tf_host_pool_stats) + 8];
+        tf_host_pool_stats *small = (tf_host_pool_stats *)(void *)raw;
+        memset(raw, 0xee, sizeof raw);
+        small->struct_size = (uint32_t)(offsetof(tf_host_pool_stats, bytes_in_use) + 8);
+        assert_ok(tf_host_stats(rt, small));
+        assert_int_equal(small->struct_size, offsetof(tf_host_pool_stats, bytes_in_use) + 8);
+        assert_int_equal(small->bytes_in_use, 0);
+        assert_int_equal(raw[offsetof(tf_host_pool_stats, bytes_cached)], 0xee);
+    }
+    /* a newer caller's longer struct: the library writes only what it knows */
+    {
+        unsigned char raw[sizeof(tf_host_pool_stats) + 16];
+        tf_host_pool_stats *big = (tf_host_pool_stats *)(void *)raw;
+        memset(raw, 0xee, sizeof raw);
+        tf_host_pool_stats_init(big, sizeof raw);
+        assert_int_equal(raw[sizeof(tf_host_pool_stats)], 0);
+        raw[sizeof(tf_host_pool_stats)] = 0xee;
+        assert_ok(tf_host_stats(rt, big));
+        assert_int_equal(big->blocks_cached, 4);
+        assert_int_equal(raw[sizeof(tf_host_pool_stats)], 0xee);
+    }
+    assert_ok(tf_host_trim(rt));
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_cached, 0);
+    assert_int_equal(s.bytes_cached, 0);
+    assert_int_equal(s.driver_allocations, 4);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void trim_frees_only_what_no_stream_uses(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 64 * KiB);
+    void *idle = host_alloc(rt, 64 * KiB), *busy = host_alloc(rt, 64 * KiB);
+    tf_host_pool_stats s;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_download_async(rt, d, busy, 64 * KiB));
+    assert_ok(tf_host_free(rt, idle));
+    assert_ok(tf_host_free(rt, busy)); /* the copy is still queued */
+    assert_int_equal(stats_of(rt).pending_frees, 1);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_host_trim(rt));
+    assert_int_equal(calls("cuMemFreeHost"), 1);
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_cached, 1);
+    assert_int_equal(s.pending_frees, 1);
+    assert_ok(tf_runtime_sync(rt)); /* the copy ran; the sync polled the free */
+    assert_int_equal(stats_of(rt).pending_frees, 0);
+    assert_ok(tf_host_trim(rt));
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_cached, 0);
+    assert_int_equal(calls("cuMemFreeHost"), 2);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- reuse waits for the streams that used a block ----------------------------- */
+
+static void block_freed_during_a_copy_waits_for_it(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 256 * KiB);
+    void *stream = NULL, *block, *other, *again;
+    unsigned char *pattern = malloc(256 * KiB);
+    (void)state;
+    REQUIRE_DOUBLE();
+    fill_pattern(pattern, 256 * KiB, 7);
+    assert_ok(tf_upload(rt, pattern, d, 256 * KiB));
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_ok(tf_runtime_sync(rt));
+    block = host_alloc(rt, 256 * KiB);
+    assert_ok(tf_download_async(rt, d, block, 256 * KiB));
+    assert_int_equal(tfd()->tfd_pending(stream), 1); /* the copy has not run */
+    assert_ok(tf_host_free(rt, block));
+    assert_int_equal(stats_of(rt).pending_frees, 1);
+    /* not handed out while the copy may still write it */
+    other = host_alloc(rt, 256 * KiB);
+    assert_true(other != block);
+    assert_int_equal(stats_of(rt).driver_allocations, 2);
+    assert_ok(tf_host_free(rt, other)); /* no use: cached at once */
+    again = host_alloc(rt, 256 * KiB);
+    assert_ptr_equal(again, other);
+    /* the stream runs the copy and passes the free's event */
+    assert_true(tfd()->tfd_step(stream, 2) >= 1);
+    assert_int_equal(tfd()->tfd_pending(stream), 0);
+    assert_pattern(block, 256 * KiB, 7); /* the copy landed in the freed block */
+    other = host_alloc(rt, 256 * KiB); /* polls the oldest pending free */
+    assert_ptr_equal(other, block);
+    assert_int_equal(stats_of(rt).pending_frees, 0);
+    assert_int_equal(stats_of(rt).driver_allocations, 2);
+    assert_ok(tf_host_free(rt, other));
+    assert_ok(tf_host_free(rt, again));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(pattern);
+}
+
+static void uses_on_two_slots_wait_for_both(void **state) {
+    tf_runtime *rt = new_runtime_with_slots(2), *s0 = NULL, *s1 = NULL;
+    uint64_t d = 0;
+    void *st0 = NULL, *st1 = NULL, *block, *p;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_bind_slot(rt, 0, &s0));
+    assert_ok(tf_runtime_bind_slot(rt, 1, &s1));
+    assert_ok(tf_runtime_stream(s0, &st0));
+    assert_ok(tf_runtime_stream(s1, &st1));
+    d = lib_alloc(s0, 8 * KiB);
+    assert_ok(tf_runtime_sync(s0));
+    block = host_alloc(rt, 8 * KiB);
+    assert_ok(tf_download_async(s0, d, block, 4 * KiB));
+    assert_ok(tf_download_async(s1, d + 4 * KiB, (char *)block + 4 * KiB, 4 * KiB));
+    assert_ok(tf_host_free(rt, block));
+    tfd()->tfd_step(st0, 10); /* slot 0 passed, slot 1 not */
+    p = host_alloc(rt, 8 * KiB);
+    assert_true(p != block);
+    assert_ok(tf_host_free(rt, p));
+    tfd()->tfd_step(st1, 10);
+    p = host_alloc(rt, 8 * KiB);
+    assert_ptr_equal(p, block);
+    assert_ok(tf_host_free(rt, p));
+    lib_free(s0, d);
+    assert_ok(tf_runtime_release(s1));
+    assert_ok(tf_runtime_release(s0));
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* The caller's own work on the slot stream, recorded with tf_host_record_use:
+ * with unified addressing a block is also device memory at its address. */
+static void recorded_caller_use_delays_reuse(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *stream = NULL, *block, *p;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    block = host_alloc(rt, 4 * KiB);
+    memset(block, 0, 4 * KiB);
+    queue_memset(rt, (uint64_t)(uintptr_t)block, 0x3c, 4 * KiB);
+    assert_ok(tf_host_record_use(rt, (char *)block + 100)); /* any address inside */
+    assert_ok(tf_host_free(rt, block));
+    p = host_alloc(rt, 4 * KiB);
+    assert_true(p != block);
+    assert_ok(tf_host_free(rt, p));
+    assert_ok(tf_runtime_sync(rt));
+    assert_int_equal(((unsigned char *)block)[4095], 0x3c);
+    p = host_alloc(rt, 4 * KiB);
+    assert_ptr_equal(p, block);
+    assert_ok(tf_host_free(rt, p));
+    /* a use past the bytes asked for is refused */
+    p = host_alloc(rt, 100);
+    assert_failure(tf_host_record_use(rt, (char *)p + 100), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_record_use", "is not inside a live tf_host_alloc block");
+    assert_ok(tf_host_free(rt, p));
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Free events come from a pool: a warm pool creates none. */
+static void free_events_are_pooled(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *block;
+    int i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    for (i = 0; i < 3; ++i) {
+        if (i == 1) tfd()->tfd_log_clear();
+        block = host_alloc(rt, 4 * KiB);
+        assert_ok(tf_download_async(rt, d, block, 4 * KiB));
+        assert_ok(tf_host_free(rt, block));
+        assert_ok(tf_runtime_sync(rt));
+    }
+    assert_int_equal(calls("cuEventCreate"), 0);
+    assert_int_equal(calls("cuEventRecord"), 2);
+    assert_int_equal(calls("cuMemHostAlloc"), 0);
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- failures ---------------------------------------------------------------------- */
+
+static void out_of_page_locked_memory_trims_and_retries(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *cached, *p = (void *)0x1;
+    (void)state;
+    REQUIRE_DOUBLE();
+    cached = host_alloc(rt, 64 * KiB);
+    assert_ok(tf_host_free(rt, cached));
+    tfd()->tfd_log_clear();
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    p = host_alloc(rt, MiB); /* trimmed, then the retry succeeded */
+    assert_int_equal(calls("cuMemHostAlloc"), 2);
+    assert_int_equal(calls("cuMemFreeHost"), 1);
+    assert_int_equal(stats_of(rt).bytes_cached, 0);
+    assert_int_equal(tf_last_error_status(), TF_OK);
+    assert_ok(tf_host_free(rt, p));
+    /* exhausted even after the trim */
+    p = (void *)0x1;
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 2);
+    assert_failure(tf_host_alloc(rt, 2 * MiB, &p), TF_ERROR_OUT_OF_MEMORY, "tf_host_alloc",
+                   "cuMemHostAlloc failed", "exhausted");
+    assert_ptr_equal(p, (void *)0x1);
+    /* another failure: no retry */
+    tfd()->tfd_log_clear();
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_host_alloc(rt, 2 * MiB, &p), TF_ERROR_CUDA, "tf_host_alloc",
+                   "cuMemHostAlloc failed");
+    assert_int_equal(calls("cuMemHostAlloc"), 1);
+    assert_int_equal(stats_of(rt).blocks_in_use, 0);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Without an event the free waits for the stream; if that fails too the
+ * block is leaked, never reused. */
+static void free_without_an_event_waits_or_leaks(void **state) {
+    static const char *const event_calls[] = {"cuEventCreate", "cuEventRecord"};
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *block, *p;
+    tf_host_pool_stats s;
+    size_t i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_sync(rt));
+    for (i = 0; i < 2; ++i) {
+        block = host_alloc(rt, 4 * KiB);
+        assert_ok(tf_download_async(rt, d, block, 4 * KiB));
+        INJECT(event_calls[i], 1, CUDA_ERROR_UNKNOWN, 1);
+        assert_ok(tf_host_free(rt, block)); /* waited for the stream instead */
+        assert_int_equal(tf_last_error_status(), TF_OK);
+        s = stats_of(rt);
+        assert_int_equal(s.pending_frees, 0);
+        assert_int_equal(s.blocks_cached, 1);
+        p = host_alloc(rt, 4 * KiB);
+        assert_ptr_equal(p, block);
+        assert_ok(tf_host_free(rt, p));
+    }
+    block = host_alloc(rt, 4 * KiB);
+    assert_ok(tf_download_async(rt, d, block, 4 * KiB));
+    INJECT("cuEventRecord", 1, CUDA_ERROR_UNKNOWN, 1);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_host_free(rt, block), TF_ERROR_CUDA, "tf_host_free",
+                   "cuStreamSynchronize failed");
+    s = stats_of(rt);
+    assert_int_equal(s.blocks_in_use + s.blocks_cached, 0);
+    /* leaked: still allocated, forgotten by the pool, never handed out */
+    assert_int_equal(tfd()->tfd_host_alloc_flags(block), CU_MEMHOSTALLOC_PORTABLE);
+    assert_failure(tf_host_free(rt, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "was not allocated by tf_host_alloc");
+    p = host_alloc(rt, 4 * KiB);
+    assert_true(p != block);
+    assert_ok(tf_host_free(rt, p));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_queries_keep_the_block_pending(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *stream = NULL, *block, *p;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    block = host_alloc(rt, 4 * KiB);
+    assert_ok(tf_download_async(rt, d, block, 4 * KiB));
+    assert_ok(tf_host_free(rt, block));
+    tfd()->tfd_step(stream, 10);
+    INJECT("cuEventQuery", 1, CUDA_ERROR_UNKNOWN, 1);
+    p = host_alloc(rt, 4 * KiB); /* the query failed: not proven passed */
+    assert_true(p != block);
+    assert_int_equal(tf_last_error_status(), TF_OK);
+    assert_int_equal(stats_of(rt).pending_frees, 1);
+    assert_ok(tf_host_free(rt, p));
+    p = host_alloc(rt, 4 * KiB); /* asked again: it passed */
+    assert_ptr_equal(p, block);
+    assert_int_equal(stats_of(rt).pending_frees, 0);
+    assert_ok(tf_host_free(rt, p));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void refused_driver_free_leaks_the_block(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *a, *b;
+    const char *log;
+    (void)state;
+    REQUIRE_DOUBLE();
+    a = host_alloc(rt, 4 * KiB);
+    b = host_alloc(rt, 8 * KiB);
+    assert_ok(tf_host_free(rt, a));
+    assert_ok(tf_host_free(rt, b));
+    log_capture_start();
+    INJECT("cuMemFreeHost", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_host_trim(rt), TF_ERROR_CUDA, "tf_host_trim", "cuMemFreeHost failed");
+    log = log_capture_stop();
+    assert_non_null(strstr(log, "leaking the page-locked block"));
+    assert_int_equal(stats_of(rt).blocks_cached, 0); /* the other one was freed */
+    /* classes are trimmed smallest first: a was refused and stays allocated */
+    assert_int_equal(tfd()->tfd_host_alloc_flags(a), CU_MEMHOSTALLOC_PORTABLE);
+    assert_int_equal(tfd()->tfd_host_alloc_flags(b), ~0u);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- registered memory ----------------------------------------------------------- */
+
+static void registered_memory_lifecycle(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 64 * KiB;
+    unsigned char *mem = NULL, *pattern = malloc(n);
+    uint64_t d = lib_alloc(rt, n);
+    (void)state;
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    memset(mem, 0, n);
+    fill_pattern(pattern, n, 11);
+    assert_ok(tf_upload(rt, pattern, d, n));
+    assert_ok(tf_host_register(rt, mem, n));
+    assert_int_equal(stats_of(rt).bytes_registered, n);
+    assert_failure(tf_host_register(rt, mem + 4096, 4096), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_register", "overlaps the range registered");
+    assert_ok(tf_download_async(rt, d, mem, n));
+    /* unregister waits for the slot that used the range */
+    assert_ok(tf_host_unregister(rt, mem));
+    assert_pattern(mem, n, 11);
+    assert_int_equal(stats_of(rt).bytes_registered, 0);
+    assert_failure(tf_download_async(rt, d, mem, n), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_async", "tf_host_alloc", "tf_host_register");
+    assert_failure(tf_host_unregister(rt, mem), TF_ERROR_INVALID_ARGUMENT, "tf_host_unregister",
+                   "was not registered with tf_host_register");
+    /* registered again after it went */
+    assert_ok(tf_host_register(rt, mem, n));
+    assert_failure(tf_host_unregister(rt, mem + 8), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_unregister", "not its start");
+    assert_failure(tf_host_free(rt, mem), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "tf_host_unregister");
+    assert_ok(tf_host_unregister(rt, mem));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+    free(mem);
+    free(pattern);
+}
+
+static void memory_page_locked_elsewhere_is_refused(void **state) {
+    tf_runtime *a = new_runtime(), *b = new_runtime();
+    const size_t n = 16 * KiB;
+    unsigned char *mem = NULL;
+    (void)state;
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    assert_ok(tf_host_register(a, mem, n));
+    assert_failure(tf_host_register(b, mem, n), TF_ERROR_INVALID_ARGUMENT, "tf_host_register",
+                   "already page-locked");
+    assert_failure(tf_host_unregister(b, mem), TF_ERROR_INVALID_ARGUMENT, "tf_host_unregister",
+                   "was not registered");
+    assert_ok(tf_host_unregister(a, mem));
+    assert_ok(tf_runtime_release(b));
+    assert_ok(tf_runtime_release(a));
+    free(mem);
+}
+
+static void register_failures(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 16 * KiB;
+    unsigned char *mem = NULL;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    INJECT("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    assert_failure(tf_host_register(rt, mem, n), TF_ERROR_OUT_OF_MEMORY, "tf_host_register",
+                   "cuMemHostRegister failed");
+    assert_int_equal(stats_of(rt).bytes_registered, 0);
+    assert_ok(tf_host_register(rt, mem, n)); /* nothing was left behind */
+    INJECT("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_host_unregister(rt, mem), TF_ERROR_CUDA, "tf_host_unregister",
+                   "cuMemHostUnregister failed");
+    assert_int_equal(stats_of(rt).bytes_registered, n); /* still tracked */
+    assert_ok(tf_host_unregister(rt, mem));
+    assert_ok(tf_runtime_release(rt));
+    free(mem);
+}
+
+/* ---- bad input ----------------------------------------------------------------- */
+
+static void bad_arguments_are_refused(void **state) {
+    tf_runtime *rt = new_runtime(), *other = new_runtime();
+    void *p = (void *)0x1, *block, *foreign;
+    unsigned char pageable[64];
+    tf_host_pool_stats s;
+    (void)state;
+    assert_failure(tf_host_alloc(rt, 16, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_host_alloc",
+                   "out_ptr is NULL");
+    assert_failure(tf_host_alloc(rt, 0, &p), TF_ERROR_INVALID_ARGUMENT, "tf_host_alloc",
+                   "bytes is 0");
+    assert_failure(tf_host_alloc(rt, SIZE_MAX, &p), TF_ERROR_INVALID_ARGUMENT, "tf_host_alloc",
+                   "is too large");
+    assert_ptr_equal(p, (void *)0x1);
+    assert_ok(tf_host_free(rt, NULL));
+    block = host_alloc(rt, 100);
+    foreign = host_alloc(other, 100);
+    assert_failure(tf_host_free(rt, pageable), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "was not allocated by tf_host_alloc of this runtime");
+    assert_failure(tf_host_free(rt, (char *)block + 1), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_free", "not its start");
+    assert_failure(tf_host_free(rt, foreign), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "was not allocated by tf_host_alloc of this runtime");
+    assert_ok(tf_host_free(rt, block));
+    assert_failure(tf_host_free(rt, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "already freed");
+    assert_failure(tf_host_record_use(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_record_use", "ptr is NULL");
+    assert_failure(tf_host_record_use(rt, pageable), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_record_use", "is not inside a live tf_host_alloc block");
+    assert_failure(tf_host_record_use(rt, block), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_record_use", "is not inside a live tf_host_alloc block");
+    assert_failure(tf_host_register(rt, NULL, 64), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_register", "ptr is NULL");
+    assert_failure(tf_host_register(rt, pageable, 0), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_register", "bytes is 0");
+    assert_failure(tf_host_register(rt, (void *)(UINTPTR_MAX - 8), 64),
+                   TF_ERROR_INVALID_ARGUMENT, "tf_host_register", "wraps around");
+    if (tfd()) /* the double answers as CUDA documents it */
+        assert_failure(tf_host_register(rt, foreign, 64), TF_ERROR_INVALID_ARGUMENT,
+                       "tf_host_register", "already page-locked");
+    assert_failure(tf_host_unregister(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_unregister", "ptr is NULL");
+    assert_failure(tf_host_unregister(rt, pageable), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_unregister", "was not registered with tf_host_register");
+    assert_failure(tf_host_unregister(other, foreign), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_unregister", "tf_host_free");
+    assert_failure(tf_host_stats(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_host_stats",
+                   "out is NULL");
+    tf_host_pool_stats_init(&s, sizeof s);
+    s.struct_size = 8;
+    assert_failure(tf_host_stats(rt, &s), TF_ERROR_INVALID_ARGUMENT, "tf_host_stats",
+                   "struct_size 8 is too small");
+    s.struct_size = TF_MAX_STRUCT_SIZE + 1;
+    assert_failure(tf_host_stats(rt, &s), TF_ERROR_INVALID_ARGUMENT, "tf_host_stats",
+                   "is over TF_MAX_STRUCT_SIZE");
+    tf_host_pool_stats_init(NULL, sizeof s); /* ignored */
+    assert_ok(tf_host_free(other, foreign));
+    assert_ok(tf_runtime_release(other));
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Every call checks its handle first: NULL, released, never a handle. */
+static void handles_are_checked(void **state) {
+    tf_runtime *dead = new_runtime();
+    uint64_t junk[8] = {0};
+    tf_runtime *bad[3];
+    const tf_status want[3] = {TF_ERROR_INVALID_ARGUMENT, TF_ERROR_INVALID_HANDLE,
+                               TF_ERROR_INVALID_HANDLE};
+    const char *msg[3] = {"runtime handle is NULL", "was already released",
+                          "is not a runtime handle"};
+    unsigned char buf[16];
+    void *p = NULL;
+    tf_host_pool_stats s;
+    int i;
+    (void)state;
+    assert_ok(tf_runtime_release(dead));
+    bad[0] = NULL;
+    bad[1] = dead;
+    bad[2] = (tf_runtime *)(void *)junk;
+    tf_host_pool_stats_init(&s, sizeof s);
+    for (i = 0; i < 3; ++i) {
+        assert_failure(tf_host_alloc(bad[i], 16, &p), want[i], "tf_host_alloc", msg[i]);
+        assert_failure(tf_host_free(bad[i], buf), want[i], "tf_host_free", msg[i]);
+        assert_failure(tf_host_record_use(bad[i], buf), want[i], "tf_host_record_use", msg[i]);
+        assert_failure(tf_host_register(bad[i], buf, 16), want[i], "tf_host_register", msg[i]);
+        assert_failure(tf_host_unregister(bad[i], buf), want[i], "tf_host_unregister", msg[i]);
+        assert_failure(tf_host_stats(bad[i], &s), want[i], "tf_host_stats", msg[i]);
+        assert_failure(tf_host_trim(bad[i]), want[i], "tf_host_trim", msg[i]);
+        assert_failure(tf_download_async(bad[i], 0x10, buf, 16), want[i], "tf_download_async",
+                       msg[i]);
+        assert_failure(tf_upload_async(bad[i], buf, 0x10, 16), want[i], "tf_upload_async",
+                       msg[i]);
+    }
+}
+
+/* ---- teardown and fork ----------------------------------------------------------- */
+
+static void release_frees_the_cache_and_leaks_held_blocks(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    const size_t n = 16 * KiB;
+    unsigned char *mem = NULL;
+    void *held, *cached, *pending;
+    const char *log;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    assert_ok(tf_host_register(rt, mem, n));
+    held = host_alloc(rt, 4 * KiB);
+    cached = host_alloc(rt, 8 * KiB);
+    pending = host_alloc(rt, 16 * KiB);
+    assert_ok(tf_host_free(rt, cached));
+    assert_ok(tf_download_async(rt, d, pending, 4 * KiB));
+    assert_ok(tf_host_free(rt, pending));
+    lib_free(rt, d);
+    tfd()->tfd_log_clear();
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    log = log_capture_stop();
+    assert_non_null(strstr(log, "1 tf_host_alloc blocks (4096 bytes) were not freed"));
+    assert_int_equal(calls("cuMemFreeHost"), 2);
+    assert_int_equal(calls("cuMemHostUnregister"), 1);
+    assert_int_equal(tfd()->tfd_host_alloc_flags(cached), ~0u);
+    assert_int_equal(tfd()->tfd_host_alloc_flags(pending), ~0u);
+    /* the caller may still read what it never freed */
+    memset(held, 1, 4 * KiB);
+    free(mem);
+}
+
+/* A runtime that only ever touched the pool has no stream, and still
+ * returns its cache. */
+static void release_without_streams_frees_the_cache(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *p;
+    (void)state;
+    REQUIRE_DOUBLE();
+    p = host_alloc(rt, 4 * KiB);
+    assert_ok(tf_host_free(rt, p));
+    tfd()->tfd_log_clear();
+    assert_ok(tf_runtime_release(rt));
+    assert_int_equal(calls("cuMemFreeHost"), 1);
+}
+
+static void forked_child_refuses_the_pool(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *block = host_alloc(rt, 4 * KiB);
+    pid_t pid;
+    int status = -1, verdict[2];
+    char answer = 0;
+    (void)state;
+    assert_int_equal(pipe(verdict), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tf_host_pool_stats s;
+        void *p = NULL;
+        char ok;
+        alarm(20);
+        tf_host_pool_stats_init(&s, sizeof s);
+        if (tfd()) tfd()->tfd_log_clear();
+        ok = tf_host_alloc(rt, 4096, &p) == TF_ERROR_RUNTIME_STATE &&
+                     strstr(tf_last_error_message(), "fork") != NULL &&
+                     tf_host_free(rt, block) == TF_ERROR_RUNTIME_STATE &&
+                     tf_host_trim(rt) == TF_ERROR_RUNTIME_STATE &&
+                     tf_host_stats(rt, &s) == TF_ERROR_RUNTIME_STATE &&
+                     tf_host_register(rt, &s, sizeof s) == TF_ERROR_RUNTIME_STATE &&
+                     tf_runtime_release(rt) == TF_OK &&
+                     (!tfd() || tfd()->tfd_log_count() == 0)
+                 ? 'y'
+                 : 'n';
+        if (write(verdict[1], &ok, 1) != 1) _exit(2);
+        _exit(0);
+    }
+    close(verdict[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(read(verdict[0], &answer, 1), 1);
+    close(verdict[0]);
+    assert_int_equal(answer, 'y');
+    assert_ok(tf_host_free(rt, block));
+    assert_ok(tf_runtime_release(rt));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        TF_TEST(freed_blocks_are_reused_by_their_class),
+        TF_TEST(sizes_round_up_to_their_class),
+        TF_TEST(stats_follow_every_call),
+        TF_TEST(trim_frees_only_what_no_stream_uses),
+        TF_TEST(block_freed_during_a_copy_waits_for_it),
+        TF_TEST(uses_on_two_slots_wait_for_both),
+        TF_TEST(recorded_caller_use_delays_reuse),
+        TF_TEST(free_events_are_pooled),
+        TF_TEST(out_of_page_locked_memory_trims_and_retries),
+        TF_TEST(free_without_an_event_waits_or_leaks),
+        TF_TEST(failed_queries_keep_the_block_pending),
+        TF_TEST(refused_driver_free_leaks_the_block),
+        TF_TEST(registered_memory_lifecycle),
+        TF_TEST(memory_page_locked_elsewhere_is_refused),
+        TF_TEST(register_failures),
+        TF_TEST(bad_arguments_are_refused),
+        TF_TEST(handles_are_checked),
+        TF_TEST(release_frees_the_cache_and_leaks_held_blocks),
+        TF_TEST(release_without_streams_frees_the_cache),
+        TF_TEST(forked_child_refuses_the_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
