@@ -3,6 +3,10 @@
 // its own slot against 8 threads with their own raw handles.  The torch.mm
 // peer comes from bench/torch_cublas.py; tools/gpu/bench_report.py joins it with
 // this file's sgemm64_enqueue row through the COMPARE line printed here.
+// Like for like: both sides run cuBLAS SGEMM 64 into an existing output on
+// one stream, so the goal is parity (<= 1.0x torch.mm); the earlier goal of
+// 0.65x compared against a torch.mm that also allocated its output and ran
+// through Python each call.
 //
 // The raw side dlopens the same libcublas SONAME the library loads, so both
 // sides call one cuBLAS instance, and gives its handles the same explicit
@@ -193,12 +197,12 @@ int main() {
     bench::report("sgemm64_enqueue", "tf_cublas_enqueue SGEMM 64, sustained (queue full)", l,
                   "raw cublasSgemm, cached handle", r, "ns", "<= 1.03x raw", l <= 1.03 * r);
     std::printf("COMPARE|sgemm64_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, sustained|"
-                "sgemm64_enqueue|torch_mm64|0.65\n");
+                "sgemm64_enqueue|torch_mm64|1.0\n");
     paired_with_drain(200, 41, lib, lib_sync, raw, raw_sync, &l, &r);
     bench::report("sgemm64_enqueue_burst", "tf_cublas_enqueue SGEMM 64, bursts of 200 (CPU cost)", l,
                   "raw cublasSgemm, cached handle", r, "ns", "<= 1.03x raw", l <= 1.03 * r);
     std::printf("COMPARE|sgemm64_burst_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, bursts|"
-                "sgemm64_enqueue_burst|torch_mm64_burst|0.65\n");
+                "sgemm64_enqueue_burst|torch_mm64_burst|1.0\n");
 
     BENCH_CK(d.set_current(nullptr));
     auto raw_current = [&] {  // the raw side needs a current context: keep it fair

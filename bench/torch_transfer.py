@@ -4,6 +4,8 @@ of repeated loops), for tools/tuning/plot_transfers.py and the benchmark report.
 
 Prints PEER|id|what|value|unit lines:
   torch_item_4B            x.item() of a one-element float32 CUDA tensor
+  torch_item_after_20us    torch.cuda._sleep(20 us) then x.item(), same stream
+  torch_upload_*_NMiB      t.copy_(host) from touched pageable / pinned + sync
   torch_cpu_<n>MiB         t.cpu(): a new pageable tensor each time (fresh)
   torch_pageable_<n>MiB    dst.copy_(t) into a touched pageable tensor
   torch_pinned_<n>MiB      dst.copy_(t) into a pinned tensor + synchronize
@@ -37,6 +39,24 @@ def main(max_mib):
     for _ in range(1000):
         x.item()
     peer("torch_item_4B", "torch x.item(), one float32", median_ns(x.item, 20000, 9), "ns")
+    # x.item() behind 20 us of kernel work on the same stream (bench_transfer's
+    # scalar_4B_after_20us): torch.cuda._sleep spins for a number of cycles,
+    # calibrated here against CUDA events.
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    cycles = int(10_000_000 * 0.020 / start.elapsed_time(end))  # elapsed_time is in ms
+
+    def after_work():
+        torch.cuda._sleep(cycles)
+        x.item()
+
+    for _ in range(100):
+        after_work()
+    peer("torch_item_after_20us", "torch.cuda._sleep(20 us) + x.item(), one float32",
+         median_ns(after_work, 2000, 9), "ns")
     for mib in SIZES_MIB:
         if mib > max_mib:
             break
@@ -60,6 +80,19 @@ def main(max_mib):
         peer(f"torch_cpu_{mib}MiB", f"torch t.cpu() {mib} MiB (new pageable tensor)", n / fresh, "GB/s")
         peer(f"torch_pageable_{mib}MiB", f"torch copy_ {mib} MiB into touched pageable", n / touched, "GB/s")
         peer(f"torch_pinned_{mib}MiB", f"torch copy_ {mib} MiB into pinned + sync", n / locked, "GB/s")
+
+        def upload(src):
+            def run():
+                t.copy_(src)
+                torch.cuda.synchronize()
+            return run
+
+        up_page = median_ns(upload(page), iters, reps)
+        up_pin = median_ns(upload(pin), iters, reps)
+        peer(f"torch_upload_pageable_{mib}MiB", f"torch copy_ {mib} MiB from touched pageable + sync",
+             n / up_page, "GB/s")
+        peer(f"torch_upload_pinned_{mib}MiB", f"torch copy_ {mib} MiB from pinned + sync",
+             n / up_pin, "GB/s")
         del t, page, pin
 
 

@@ -45,8 +45,9 @@
  *  - slot: one of a runtime's streams.  A thread's calls use one slot
  *    (tf_runtime_current_slot()), a bound handle's calls one fixed slot.
  *  - slot-exclusive: tf_cublas_enqueue(), tf_stream_enqueue(),
- *    tf_download_scalar(), and tf_download() into pageable memory above
- *    64 KiB.  Those on one slot run one at a time, callbacks included; other
+ *    tf_download_scalar(), tf_download() into pageable memory above 64 KiB
+ *    and tf_upload() from pageable memory above 256 KiB.  Those on one
+ *    slot run one at a time, callbacks included; other
  *    slots never wait for them.  Inside an enqueue callback, a slot-exclusive
  *    call on the same slot returns TF_ERROR_RUNTIME_STATE.
  *  - first use: the first call that needs a slot's stream, the driver,
@@ -1498,14 +1499,19 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  * Copy @p len bytes from host memory @p src to device memory @p dst, in order
  * on the calling thread's slot.  On TF_OK @p src is free again; later work on
  * the slot sees the data, other slots after tf_runtime_sync() of this one.
+ * Pageable @p src above 256 KiB is staged through the slot's buffers, copied
+ * in by tf_runtime_options::download_threads threads.
  * @param[in] rt  the runtime.
  * @param[in] src host memory readable for @p len bytes.
  * @param[in] dst device memory of the runtime's device (checked).
  * @param[in] len bytes; 0 does nothing.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also a device @p src);
- *         TF_ERROR_INVALID_HANDLE; the device statuses.
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked
+ *         memory); TF_ERROR_RUNTIME_STATE (staged, inside an enqueue
+ *         callback on this slot); the device statuses.
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
- *         earlier work and the copy are done.
+ *         earlier work and the copy are done.  Slot-exclusive when staged;
+ *         a pthread_cancel() then acts after it.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
  *         @p dst may be partly written and a page-locked @p src still read:
  *         keep @p src until a later tf_runtime_sync() of the slot returns
@@ -1571,7 +1577,8 @@ TF_NODISCARD TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src,
 
 /**
  * Read a small value (a scalar, a flag) from device memory after the work
- * queued on the calling thread's slot, through the slot's page-locked buffer.
+ * queued on the calling thread's slot: the value that work left there.  A
+ * short wait spins, a long one sleeps; a fault of that work is reported.
  * @param[in] rt   the runtime.
  * @param[in] src  device memory of the runtime's device (checked).
  * @param[out] out host memory writable for @p len bytes.

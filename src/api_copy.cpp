@@ -1,7 +1,8 @@
-// Public copies that need no staging: tf_upload, tf_copy.
+// Public host-to-device and device copies: tf_upload, tf_copy.
 #include "cuda_status.h"
 #include "device_range.h"
 #include "runtime_call.h"
+#include "transfer/staged_upload.h"
 #include "transfer_common.h"
 
 extern "C" {
@@ -14,7 +15,10 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         const tf::DriverApi &api = state.api();
         tf::HostTransfer t;
         tf_status st = t.open(op, rt, "dst", dst, "src", src, len);
-        if (st == TF_OK) st = TF_CU(api, op, cuMemcpyHtoDAsync, dst, src, len, t.stream);
+        if (st != TF_OK) return st;
+        if (t.host_kind == tf::HostMemory::pageable && len > tf::kStagedUploadAbove)
+            return tf::upload_staged(state, op, t.slot, t.stream, src, dst, len);
+        st = TF_CU(api, op, cuMemcpyHtoDAsync, dst, src, len, t.stream);
         // The driver stages pageable memory before it returns; the device
         // reads page-locked memory itself, so wait until it has.
         if (st == TF_OK && t.host_kind == tf::HostMemory::page_locked)

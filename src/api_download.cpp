@@ -5,6 +5,7 @@
 #include "device_range.h"
 #include "runtime_call.h"
 #include "staged_download.h"
+#include "transfer/scalar_read.h"
 #include "transfer_common.h"
 
 namespace {
@@ -14,28 +15,6 @@ tf_status fail_scalar_len(const char *op, size_t len) {
     return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
                    "len %zu is over TF_SCALAR_DOWNLOAD_MAX_BYTES (%d); use tf_download", len,
                    TF_SCALAR_DOWNLOAD_MAX_BYTES);
-}
-
-// Under the slot lock: the copy into the slot's staging buffer and the wait
-// for the slot's stream.  No allocation after the slot's first call.
-tf_status scalar_through_staging(const tf::DriverApi &api, const char *op, tf::StreamSlot &slot,
-                                 int index, CUstream stream, uint64_t src, void *out,
-                                 size_t len) {
-    tf::SlotGuard guard;
-    tf_status st = guard.acquire(slot.lock, op, index);
-    if (st != TF_OK) return st;
-    tf::TransferSlot &staging = slot.resources.transfer;
-    if ((st = tf::ensure_scalar_staging(api, op, staging)) != TF_OK) return st;
-    st = TF_CU(api, op, cuMemcpyDtoHAsync, staging.scalar, src, len, stream);
-    if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, stream);
-    if (st != TF_OK) {
-        // Neither a failed submission nor a failed wait proves the device
-        // is done with the buffer.
-        tf::abandon_scalar_staging(staging);
-        return st;
-    }
-    std::memcpy(out, staging.scalar, len);
-    return TF_OK;
 }
 
 }  // namespace
@@ -54,8 +33,7 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
         tf_status st = tf::enter_slot_stream(op, rt, scope, &slot, &stream);
         if (st == TF_OK) st = tf::check_device_range(state, op, "src", src, len);
         if (st != TF_OK) return st;
-        return scalar_through_staging(state.api(), op, state.slot(slot), slot, stream, src, out,
-                                      len);
+        return tf::read_scalar(state, op, slot, stream, src, out, len, tf::ScalarReadPlan());
     });
 }
 

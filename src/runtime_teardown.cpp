@@ -84,6 +84,7 @@ void RuntimeState::release_stream_resources() {
     // release may still need what the slots hold.
     retirements_.release_all(*api_);
     host_pool_.release_all(*api_);
+    transfers_.scalar_kernel.release(*api_);
     for (int i = 0; i < slot_count(); ++i) {
         StreamSlot &slot = slots_[i];
         release_slot_resources(*api_, slot.resources);

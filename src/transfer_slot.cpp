@@ -38,14 +38,6 @@ void release_ring(const DriverApi &api, const char *op, StagingRing &ring) {
 
 }  // namespace
 
-tf_status ensure_scalar_staging(const DriverApi &api, const char *op, TransferSlot &slot) {
-    if (slot.scalar) return TF_OK;
-    void *p = nullptr;
-    tf_status st = TF_CU(api, op, cuMemHostAlloc, &p, TF_SCALAR_DOWNLOAD_MAX_BYTES, kStagingFlags);
-    if (st == TF_OK) slot.scalar = p;
-    return st;
-}
-
 tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes, int depth,
                               TransferSlot &slot) {
     if (slot.ring.bytes != 0) return TF_OK;
@@ -71,8 +63,7 @@ tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes
 
 void release_transfer_slot(const DriverApi &api, TransferSlot &slot) {
     static const char op[] = "tf_runtime_release";
-    free_host(api, op, slot.scalar);
-    slot.scalar = nullptr;
+    release_scalar_mailbox(api, op, slot.mailbox);
     release_ring(api, op, slot.ring);
 }
 

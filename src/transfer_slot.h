@@ -1,4 +1,4 @@
-// Per-slot staging of the transfers: the scalar buffer and the bulk ring.
+// Per-slot staging of the transfers: the scalar mailbox and the bulk ring.
 //
 // Both live in the slot's SlotResources and are guarded by the slot lock.
 // They are page-locked with cuMemHostAlloc without WRITECOMBINED (the host
@@ -15,6 +15,7 @@
 
 #include "driver_api.h"
 #include "tenferro_gpu.h"
+#include "transfer/scalar_read.h"
 
 namespace tf {
 
@@ -29,20 +30,18 @@ struct StagingRing {
 };
 
 struct TransferSlot {
-    void *scalar = nullptr;  // TF_SCALAR_DOWNLOAD_MAX_BYTES, NULL until first use
+    ScalarMailbox mailbox;  // tf_download_scalar (transfer/scalar_read.h)
     StagingRing ring;
 };
 
 // Allocate what is missing.  The primary context is current and the slot
 // lock held.  A failure frees whatever the call made (no copy used it yet).
-tf_status ensure_scalar_staging(const DriverApi &api, const char *op, TransferSlot &slot);
 // A ring that is already there is kept as it is, whatever bytes and depth
 // (2 .. StagingRing::kMaxDepth) ask for.
 tf_status ensure_staging_ring(const DriverApi &api, const char *op, size_t bytes, int depth,
                               TransferSlot &slot);
 
 // Forget staging the device may still write (see the invariant above).
-inline void abandon_scalar_staging(TransferSlot &slot) { slot.scalar = nullptr; }
 inline void abandon_staging_ring(TransferSlot &slot) { slot.ring = StagingRing(); }
 
 // Teardown: every stream is synchronized and the primary context current.

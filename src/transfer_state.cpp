@@ -29,7 +29,7 @@ CopyPool &TransferState::pool(unsigned threads, const char *op) {
     if (started < wanted)
         log(TF_LOG_WARNING,
             "%s: the system refused to start a download copy thread (pthread_create: %s, %d); "
-            "bulk downloads into pageable memory use %u thread%s instead of %u",
+            "bulk transfers between pageable and device memory use %u thread%s instead of %u",
             op, std::strerror(error), error, started + 1, started ? "s" : "", threads);
     pool_fork_generation_ = fork_generation();
     pool_.store(fresh.get(), std::memory_order_release);

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "copy_pool.h"
+#include "transfer/scalar_read.h"
 
 namespace tf {
 
@@ -23,6 +24,9 @@ public:
     // the first call.  A thread the system refuses is logged once, and the
     // pool keeps those that started.  Throws std::bad_alloc.
     CopyPool &pool(unsigned threads, const char *op);
+
+    // tf_download_scalar's kernel, loaded at the first read that needs it.
+    ScalarKernel scalar_kernel;
 
     // Whether the device has memory pools and the driver cuMemAllocAsync:
     // -1 not asked yet, else 0 or 1.

@@ -1,6 +1,6 @@
-/* When the system refuses to start copy threads, bulk downloads still
- * complete with the threads that did start (at least the caller), and a
- * warning says so once.
+/* When the system refuses to start copy threads, bulk uploads and
+ * downloads still complete with the threads that did start (at least the
+ * caller), and a warning says so once.
  *
  * This suite defines pthread_create: the dynamic linker then binds the
  * library's calls to it (the executable comes first in symbol lookup), and
@@ -44,16 +44,16 @@ static void download_with_threads_refused(int may_start, uint32_t threads, const
     unsigned char *host = malloc(n);
     const char *warnings;
     fill_pattern(host, n, 5);
-    assert_ok(tf_upload(rt, host, d, n));
-    memset(host, 0, n);
     atomic_store(&allowed, may_start);
     log_capture_start();
+    assert_ok(tf_upload(rt, host, d, n)); /* staged: starts the threads */
+    memset(host, 0, n);
     assert_ok(tf_download(rt, d, host, n));
     assert_ok(tf_download(rt, d, host, n));
     warnings = log_capture_stop();
     atomic_store(&allowed, -1);
     assert_pattern(host, n, 5);
-    assert_non_null(strstr(warnings, "tf_download: the system refused to start a download copy "
+    assert_non_null(strstr(warnings, "tf_upload: the system refused to start a download copy "
                                      "thread (pthread_create: "));
     assert_non_null(strstr(warnings, says));
     assert_null(strstr(strstr(warnings, "refused") + 1, "refused")); /* once */

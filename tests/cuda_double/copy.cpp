@@ -265,6 +265,32 @@ static CUresult memset_async(const char *what, CUdeviceptr dst, T value, size_t 
     return submit(key, *cur, std::move(op), false);
 }
 
+// cuStreamWriteValue32: a 4-byte store into device memory or mapped
+// page-locked memory when the stream runs it.  The store is a release store,
+// so a host reading the word with an acquire load also sees what earlier ops
+// of the stream wrote (CUDA's default flag: a memory barrier first).
+static CUresult write_value32(CUstream stream, CUdeviceptr addr, uint32_t value, unsigned flags)
+{
+    Context *cur = nullptr;
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((flags & ~unsigned(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)) != 0 || addr % 4 != 0 ||
+        device_range(addr, 4) == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    Op op;
+    op.what = "cuStreamWriteValue32";
+    op.body = [addr, value](Context &) {
+        unsigned char *d = device_range(addr, 4);
+        if (d == nullptr)
+            return int(CUDA_ERROR_ILLEGAL_ADDRESS);
+        __atomic_store_n(reinterpret_cast<uint32_t *>(d), value, __ATOMIC_RELEASE);
+        return 0;
+    };
+    return submit(key, *cur, std::move(op), false);
+}
+
 CUresult entry::d_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
 {
     return run("cuMemcpyHtoDAsync", [&] { return copy_htod(dst, src, bytes, stream); });
@@ -315,6 +341,12 @@ CUresult entry::d_cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t c
 {
     return run("cuMemsetD32Async",
                [&] { return memset_async<uint32_t>("cuMemsetD32Async", dst, value, count, stream); });
+}
+
+CUresult entry::d_cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                       unsigned int flags)
+{
+    return run("cuStreamWriteValue32", [&] { return write_value32(stream, addr, value, flags); });
 }
 
 }  // namespace tfd

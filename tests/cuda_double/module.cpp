@@ -6,6 +6,13 @@
 //   tfd_fill_u32(uint64_t dptr, uint32_t value, uint32_t n)
 //   tfd_add_f32(uint64_t x, uint64_t y, uint64_t out, uint32_t n)
 //   tfd_illegal_address()
+//   tf_read_scalar(uint64_t src, uint64_t mailbox, uint32_t len, uint32_t seq)
+//     the library's own kernel (src/transfer/scalar_read.cpp): len bytes
+//     from src to mailbox, then seq into the 32-bit word at mailbox + 16,
+//     all with release stores (the mailbox is mapped page-locked memory a
+//     host thread spins on)
+//   tf_bench_spin(uint64_t ns)   bench/bench_transfer's 20 us of work; the
+//     double has no clock of device time: it does nothing
 // A kernel that touches memory outside a live allocation reachable from the
 // launching context (its device, or a peer with access enabled) poisons that
 // context with CUDA_ERROR_ILLEGAL_ADDRESS when it runs, like an asynchronous
@@ -34,6 +41,8 @@ static const BuiltinKernel kBuiltins[] = {
     {"tfd_fill_u32", Kernel::fill_u32, 3},
     {"tfd_add_f32", Kernel::add_f32, 4},
     {"tfd_illegal_address", Kernel::illegal_address, 0},
+    {"tf_read_scalar", Kernel::read_scalar, 4},
+    {"tf_bench_spin", Kernel::spin, 1},
 };
 
 static const BuiltinKernel *find_builtin(const std::string &name)
@@ -397,6 +406,11 @@ static Args copy_args(Kernel k, void **params)
         for (unsigned i = 0; i < 3; ++i)
             a.ptr[i] = param<uint64_t>(params, i);
         a.n = param<uint32_t>(params, 3);
+    } else if (k == Kernel::read_scalar) {
+        a.ptr[0] = param<uint64_t>(params, 0);
+        a.ptr[1] = param<uint64_t>(params, 1);
+        a.n = param<uint32_t>(params, 2);
+        a.value = param<uint32_t>(params, 3);
     }
     return a;
 }
@@ -406,7 +420,19 @@ static bool execute(Kernel k, const Context &cur, const Args &args)
 {
     if (k == Kernel::illegal_address)
         return false;
+    if (k == Kernel::spin)
+        return true;
     uint32_t n = args.n;
+    if (k == Kernel::read_scalar) {
+        const unsigned char *s = kernel_range(cur, args.ptr[0], n);
+        unsigned char *box = kernel_range(cur, args.ptr[1], 20);
+        if (s == nullptr || box == nullptr || n > 16)
+            return false;
+        for (uint32_t i = 0; i < n; ++i)
+            __atomic_store_n(box + i, s[i], __ATOMIC_RELEASE);
+        __atomic_store_n(reinterpret_cast<uint32_t *>(box + 16), args.value, __ATOMIC_RELEASE);
+        return true;
+    }
     if (k == Kernel::fill_u32) {
         unsigned char *d = kernel_range(cur, args.ptr[0], uint64_t(n) * 4);
         if (n != 0 && d == nullptr)

@@ -96,7 +96,7 @@ struct Module {
     std::map<std::string, uint64_t> functions;   // name -> function handle
 };
 
-enum class Kernel { fill_u32, add_f32, illegal_address };
+enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin };
 
 struct Function {
     uint64_t module = 0;

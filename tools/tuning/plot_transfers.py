@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Draws download bandwidth against size from a benchmark log.
+"""Draws download and upload bandwidth against size from a benchmark log.
 
     tools/tuning/plot_transfers.py LOG [OUT.png]     (default docs/transfer-bandwidth.png)
 
 LOG is what tools/gpu/run-bench keeps beside the report (docs/benchmarks.log, or
-$OUT/benchmarks.log of a GPU session): the RESULT|dl_<kind>_<n>MiB rows of
-bench_transfer (library and driver) and, when present, the PyTorch PEER rows
+$OUT/benchmarks.log of a GPU session): the RESULT|dl_<kind>_<n>MiB and
+ul_pageable*_<n>MiB rows of bench_transfer (library, driver pageable and
+page-locked) and, when present, the PyTorch PEER rows
 of bench/torch_transfer.py.  Also prints the comparisons with PyTorch that no
 single benchmark can make (the scalar download against x.item(), downloads
 against t.cpu()), and, when the log holds SWEEP lines, the best settings.
@@ -53,6 +54,16 @@ def comparisons(rows, peers):
         lib, item = rows["scalar_4B"][0], peers["torch_item_4B"]
         lines.append(f"scalar 4 B: library {lib:.0f} ns, torch .item() {item:.0f} ns, "
                      f"ratio {lib / item:.2f} (goal <= 0.7): {'met' if lib <= 0.7 * item else 'MISSED'}")
+    if "scalar_4B_after_20us" in rows and "torch_item_after_20us" in peers:
+        lib, item = rows["scalar_4B_after_20us"][0], peers["torch_item_after_20us"]
+        lines.append(f"scalar 4 B after 20 us of work: library {lib:.0f} ns, torch {item:.0f} ns, "
+                     f"ratio {lib / item:.2f} (goal <= 0.85)")
+    for ident, (lib, _) in sorted(rows.items()):
+        m = re.fullmatch(r"ul_pageable_(\d+)MiB", ident)
+        torch_bw = peers.get(f"torch_upload_pageable_{m.group(1)}MiB") if m else None
+        if torch_bw:
+            lines.append(f"{ident}: library {lib:.1f} GB/s, torch_upload_pageable {torch_bw:.1f} "
+                         f"GB/s, x{lib / torch_bw:.2f}")
     for ident, (lib, _) in sorted(rows.items()):
         m = re.fullmatch(r"dl_(fresh|pageable|pinned)_(\d+)MiB", ident)
         if not m:
@@ -86,33 +97,69 @@ def sweep_summary(sweep, driver):
     return lines
 
 
-def plot(data, peers, out):
+def upload_curves(rows):
+    """size -> (library pageable, driver pageable, driver page-locked or None)."""
+    out = {}
+    for ident, (lib, base) in rows.items():
+        m = re.fullmatch(r"ul_pageable_(\d+)MiB", ident)
+        if m:
+            out.setdefault(int(m.group(1)), [None, None, None])[0:2] = [lib, base]
+        m = re.fullmatch(r"ul_pageable_vs_pinned_(\d+)MiB", ident)
+        if m:
+            out.setdefault(int(m.group(1)), [None, None, None])[2] = base
+    return sorted((n, *v) for n, v in out.items() if v[0] is not None)
+
+
+def peer_curve(peers, prefix):
+    return sorted((int(m.group(1)), v) for k, v in peers.items()
+                  if (m := re.fullmatch(prefix + r"_(\d+)MiB", k)))
+
+
+def plot(data, uploads, peers, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, (down, up) = plt.subplots(1, 2, figsize=(14, 5))
     for kind, points in data.items():
         if not points:
             continue
         sizes = [p[0] for p in points]
-        ax.plot(sizes, [p[1] for p in points], "-o", color=COLORS[kind],
-                label=f"tenferro-gpu, {KINDS[kind]}")
-        ax.plot(sizes, [p[2] for p in points], "--x", color=COLORS[kind],
-                label=f"driver cuMemcpyDtoHAsync, {KINDS[kind]}")
-    cpu = sorted((int(m.group(1)), v) for k, v in peers.items()
-                 if (m := re.fullmatch(r"torch_cpu_(\d+)MiB", k)))
-    if cpu:
-        ax.plot([c[0] for c in cpu], [c[1] for c in cpu], ":d", color="gray",
-                label="PyTorch t.cpu() (fresh pageable)")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.set_xlabel("download size (MiB)")
-    ax.set_ylabel("bandwidth (GB/s)")
-    ax.set_title("Device-to-host downloads")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+        down.plot(sizes, [p[1] for p in points], "-o", color=COLORS[kind],
+                  label=f"tenferro-gpu, {KINDS[kind]}")
+        down.plot(sizes, [p[2] for p in points], "--x", color=COLORS[kind],
+                  label=f"driver cuMemcpyDtoHAsync, {KINDS[kind]}")
+    for prefix, style, what in (("torch_cpu", ":d", "PyTorch t.cpu() (fresh pageable)"),
+                                ("torch_pageable", ":s", "PyTorch copy_ into touched pageable"),
+                                ("torch_pinned", ":^", "PyTorch copy_ into page-locked")):
+        c = peer_curve(peers, prefix)
+        if c:
+            down.plot([x[0] for x in c], [x[1] for x in c], style, color="gray", label=what)
+    if uploads:
+        sizes = [u[0] for u in uploads]
+        up.plot(sizes, [u[1] for u in uploads], "-o", color="tab:orange",
+                label="tenferro-gpu, touched pageable source")
+        up.plot(sizes, [u[2] for u in uploads], "--x", color="tab:orange",
+                label="driver cuMemcpyHtoDAsync, touched pageable source")
+        pinned = [(u[0], u[3]) for u in uploads if u[3] is not None]
+        if pinned:
+            up.plot([p[0] for p in pinned], [p[1] for p in pinned], "--x", color="tab:blue",
+                    label="driver cuMemcpyHtoDAsync, page-locked source")
+    for prefix, style, what in (("torch_upload_pageable", ":s", "PyTorch copy_ from touched pageable"),
+                                ("torch_upload_pinned", ":^", "PyTorch copy_ from page-locked")):
+        c = peer_curve(peers, prefix)
+        if c:
+            up.plot([x[0] for x in c], [x[1] for x in c], style, color="gray", label=what)
+    for ax, title, xlabel in ((down, "Device-to-host downloads", "download size (MiB)"),
+                              (up, "Host-to-device uploads", "upload size (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("bandwidth (GB/s)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"wrote {out}")
@@ -126,7 +173,8 @@ def main():
         print(line)
     data = curves(rows)
     if any(data.values()):
-        plot(data, peers, sys.argv[2] if len(sys.argv) > 2 else "docs/transfer-bandwidth.png")
+        plot(data, upload_curves(rows), peers,
+             sys.argv[2] if len(sys.argv) > 2 else "docs/transfer-bandwidth.png")
     elif not sweep:
         sys.exit("plot_transfers: no dl_* rows in the log")
 

@@ -1,0 +1,257 @@
+#include "transfer/scalar_read.h"
+
+#include <cstring>
+#include <thread>
+
+#include "cuda_status.h"
+#include "log.h"
+#include "runtime_state.h"
+
+namespace tf {
+
+// One thread: len bytes from src into the mailbox, a system-wide fence, then
+// the sequence number into the flag at mailbox + 16.  PTX 7.0 for sm_52 and
+// later, JIT-compiled by the driver for the device.
+const char kScalarReadPtx[] =
+    ".version 7.0\n"
+    ".target sm_52\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry tf_read_scalar(\n"
+    "\t.param .u64 tf_read_scalar_src,\n"
+    "\t.param .u64 tf_read_scalar_mailbox,\n"
+    "\t.param .u32 tf_read_scalar_len,\n"
+    "\t.param .u32 tf_read_scalar_seq)\n"
+    "{\n"
+    "\t.reg .pred %p;\n"
+    "\t.reg .u16 %v;\n"
+    "\t.reg .u32 %n, %i, %s;\n"
+    "\t.reg .u64 %src, %box, %at, %to, %off;\n"
+    "\n"
+    "\tld.param.u64 %src, [tf_read_scalar_src];\n"
+    "\tld.param.u64 %box, [tf_read_scalar_mailbox];\n"
+    "\tld.param.u32 %n, [tf_read_scalar_len];\n"
+    "\tld.param.u32 %s, [tf_read_scalar_seq];\n"
+    "\tcvta.to.global.u64 %src, %src;\n"
+    "\tcvta.to.global.u64 %box, %box;\n"
+    "\tmov.u32 %i, 0;\n"
+    "copy:\n"
+    "\tsetp.ge.u32 %p, %i, %n;\n"
+    "\t@%p bra publish;\n"
+    "\tcvt.u64.u32 %off, %i;\n"
+    "\tadd.u64 %at, %src, %off;\n"
+    "\tadd.u64 %to, %box, %off;\n"
+    "\tld.global.u8 %v, [%at];\n"
+    "\tst.global.u8 [%to], %v;\n"
+    "\tadd.u32 %i, %i, 1;\n"
+    "\tbra copy;\n"
+    "publish:\n"
+    "\tmembar.sys;\n"
+    "\tst.volatile.global.u32 [%box+16], %s;\n"
+    "\tret;\n"
+    "}\n";
+
+namespace {
+
+constexpr char kKernelName[] = "tf_read_scalar";
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#else
+    std::this_thread::yield();
+#endif
+}
+
+inline uint32_t load_flag(const ScalarMailbox &box) {
+    return __atomic_load_n(reinterpret_cast<const uint32_t *>(box.host + ScalarMailbox::kFlag),
+                           __ATOMIC_ACQUIRE);
+}
+
+// Spins until the flag holds `seq` or `spin` has passed.
+bool spin_for_flag(const ScalarMailbox &box, uint32_t seq, std::chrono::microseconds spin) {
+    const auto deadline = std::chrono::steady_clock::now() + spin;
+    for (unsigned i = 1;; ++i) {
+        if (load_flag(box) == seq) return true;
+        if (i % 32 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+        cpu_relax();
+    }
+}
+
+// The path to take on `stream`: the plan's idle or busy one, as
+// cuStreamQuery says; a path this runtime cannot run falls back to
+// copy_sync.
+tf_status choose_path(const DriverApi &api, const char *op, ScalarKernel &kernel,
+                      CUstream stream, const ScalarReadPlan &plan, ScalarPath *path,
+                      CUfunction *fn) {
+    ScalarPath p = plan.busy;
+    if (plan.idle != plan.busy) {
+        // A driver without the query: every read takes the busy path.
+        const CUresult r = api.cuStreamQuery ? api.cuStreamQuery(stream) : CUDA_ERROR_NOT_READY;
+        if (r == CUDA_SUCCESS)
+            p = plan.idle;
+        else if (r != CUDA_ERROR_NOT_READY)
+            return fail_cuda(api, op, "cuStreamQuery", r);
+    }
+    if (p == ScalarPath::kernel && !(*fn = kernel.function(api, op))) p = ScalarPath::copy_sync;
+    if (p == ScalarPath::copy_flag && !kernel.can_write_flag(api, op)) p = ScalarPath::copy_sync;
+    *path = p;
+    return TF_OK;
+}
+
+// Queues the read on `path` (not copy_sync) and waits for its flag.
+tf_status read_with_flag(const DriverApi &api, const char *op, ScalarPath path, CUfunction fn,
+                         CUstream stream, ScalarMailbox &box, uint64_t src, size_t len,
+                         std::chrono::microseconds spin) {
+    uint32_t seq = box.seq + 1;
+    if (seq == 0) seq = 1;  // 0 is the fresh mailbox's flag
+    box.seq = seq;
+    tf_status st;
+    if (path == ScalarPath::kernel) {
+        CUdeviceptr from = src, to = box.device;
+        uint32_t n = static_cast<uint32_t>(len);
+        void *params[] = {&from, &to, &n, &seq};
+        st = TF_CU(api, op, cuLaunchKernel, fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+    } else {
+        st = TF_CU(api, op, cuMemcpyDtoHAsync, box.host, src, len, stream);
+        if (st == TF_OK)
+            st = TF_CU(api, op, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag,
+                       seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+    }
+    if (st != TF_OK || spin_for_flag(box, seq, spin)) return st;
+    // Still running after the spin: block.  This wait also reports a fault
+    // that kept the flag from being written.
+    return TF_CU(api, op, cuStreamSynchronize, stream);
+}
+
+}  // namespace
+
+const char *scalar_path_name(ScalarPath path) {
+    switch (path) {
+    case ScalarPath::copy_sync: return "copy_sync";
+    case ScalarPath::copy_flag: return "copy_flag";
+    case ScalarPath::kernel: return "kernel";
+    }
+    return "?";
+}
+
+tf_status ensure_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box) {
+    if (box.host) return TF_OK;
+    void *p = nullptr;
+    // Mapped for the kernel and cuStreamWriteValue32; not write-combined:
+    // the host reads it.
+    tf_status st = TF_CU(api, op, cuMemHostAlloc, &p, ScalarMailbox::kBytes,
+                         CU_MEMHOSTALLOC_DEVICEMAP);
+    if (st != TF_OK) return st;
+    CUdeviceptr d = 0;
+    st = TF_CU(api, op, cuMemHostGetDevicePointer, &d, p, 0);
+    if (st != TF_OK) {
+        if (api.cuMemFreeHost) api.cuMemFreeHost(p);  // no copy used it yet
+        return st;
+    }
+    std::memset(p, 0, ScalarMailbox::kBytes);
+    box.host = static_cast<unsigned char *>(p);
+    box.device = d;
+    box.seq = 0;
+    return TF_OK;
+}
+
+void release_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box) {
+    if (box.host && api.cuMemFreeHost) {
+        const CUresult r = api.cuMemFreeHost(box.host);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
+            char code[96];
+            log(TF_LOG_WARNING, "%s: cuMemFreeHost of transfer staging failed: %s", op,
+                describe_cuda(api, r, code, sizeof code));
+        }
+    }
+    box = ScalarMailbox();
+}
+
+CUfunction ScalarKernel::function(const DriverApi &api, const char *op) {
+    const int s = state_.load(std::memory_order_acquire);
+    if (s == kLoaded) return function_;
+    if (s == kFailed) return nullptr;
+    std::lock_guard<std::mutex> hold(load_mutex_);
+    if (state_.load(std::memory_order_relaxed) == kLoaded) return function_;
+    if (state_.load(std::memory_order_relaxed) == kFailed) return nullptr;
+    const char *call = "cuModuleLoadDataEx";
+    CUresult r = api.cuModuleLoadDataEx
+                     ? api.cuModuleLoadDataEx(&module_, kScalarReadPtx, 0, nullptr, nullptr)
+                     : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_SUCCESS) {
+        call = "cuModuleGetFunction";
+        r = api.cuModuleGetFunction ? api.cuModuleGetFunction(&function_, module_, kKernelName)
+                                    : CUDA_ERROR_NOT_FOUND;
+    }
+    if (r == CUDA_SUCCESS) {
+        state_.store(kLoaded, std::memory_order_release);
+        return function_;
+    }
+    char code[96];
+    log(TF_LOG_WARNING,
+        "%s: %s of the scalar read kernel failed: %s; this runtime reads scalars with a copy "
+        "and a stream wait",
+        op, call, describe_cuda(api, r, code, sizeof code));
+    if (module_ && api.cuModuleUnload) api.cuModuleUnload(module_);
+    module_ = nullptr;
+    function_ = nullptr;
+    state_.store(kFailed, std::memory_order_release);
+    return nullptr;
+}
+
+bool ScalarKernel::can_write_flag(const DriverApi &api, const char *op) {
+    if (api.cuStreamWriteValue32) return true;
+    if (!warned_no_write_.exchange(true, std::memory_order_relaxed))
+        log(TF_LOG_WARNING,
+            "%s: the CUDA driver has no cuStreamWriteValue32 (CUDA 11.7); this runtime reads "
+            "scalars on an idle stream with a copy and a stream wait",
+            op);
+    return false;
+}
+
+void ScalarKernel::release(const DriverApi &api) {
+    if (state_.load(std::memory_order_acquire) != kLoaded) return;
+    const CUresult r = api.cuModuleUnload ? api.cuModuleUnload(module_) : CUDA_ERROR_NOT_FOUND;
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
+        char code[96];
+        log(TF_LOG_WARNING, "tf_runtime_release: cuModuleUnload of the scalar read kernel failed: %s",
+            describe_cuda(api, r, code, sizeof code));
+    }
+    module_ = nullptr;
+    function_ = nullptr;
+    state_.store(kFailed, std::memory_order_release);
+}
+
+tf_status read_scalar(RuntimeState &state, const char *op, int slot, CUstream stream,
+                      uint64_t src, void *out, size_t len, const ScalarReadPlan &plan) {
+    const DriverApi &api = state.api();
+    StreamSlot &s = state.slot(slot);
+    SlotGuard guard;
+    tf_status st = guard.acquire(s.lock, op, slot);
+    if (st != TF_OK) return st;
+    ScalarMailbox &box = s.resources.transfer.mailbox;
+    if ((st = ensure_scalar_mailbox(api, op, box)) != TF_OK) return st;
+    ScalarPath path = ScalarPath::copy_sync;
+    CUfunction fn = nullptr;
+    st = choose_path(api, op, state.transfers().scalar_kernel, stream, plan, &path, &fn);
+    if (st != TF_OK) return st;  // nothing queued
+    if (path == ScalarPath::copy_sync) {
+        st = TF_CU(api, op, cuMemcpyDtoHAsync, box.host, src, len, stream);
+        if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, stream);
+    } else {
+        st = read_with_flag(api, op, path, fn, stream, box, src, len, plan.spin);
+    }
+    if (st != TF_OK) {
+        // Neither a failed submission nor a failed wait proves the device
+        // is done with the mailbox.
+        abandon_scalar_mailbox(box);
+        return st;
+    }
+    std::memcpy(out, box.host, len);
+    return TF_OK;
+}
+
+}  // namespace tf

@@ -1,0 +1,110 @@
+// tf_download_scalar below the copy engine's floor.
+//
+// A copy into page-locked memory followed by cuStreamSynchronize costs the
+// copy engine's start-up and the driver's blocking wait.  Two faster ways
+// finish the read with a host thread spinning on a flag in the slot's
+// mailbox (page-locked, mapped into the device's address space):
+//  * kernel: a one-thread kernel (PTX text below, loaded once per runtime)
+//    copies the value into the mailbox and then writes the flag.  Behind
+//    queued work it starts as soon as that work ends, where a copy + wait
+//    adds several microseconds;
+//  * copy_flag: cuMemcpyDtoHAsync into the mailbox, then
+//    cuStreamWriteValue32 of the flag (default flags: a memory barrier
+//    first).  On an idle stream it beats the kernel and the blocking wait.
+// The read asks cuStreamQuery whether the slot's stream is idle and takes
+// the plan's idle or busy path.  The spin is bounded: then a blocking
+// cuStreamSynchronize, which also reports a sticky fault.
+//
+// INVARIANTS:
+//  * The flag holds the slot's sequence number of the read that wrote it:
+//    a read waits for its own number, never a stale one.
+//  * A mailbox the device may still write after a failed call is
+//    abandoned (leaked, never reused); the next read allocates a new one.
+//  * No allocation after the slot's first read and the runtime's first
+//    kernel read.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "driver_api.h"
+#include "tenferro_gpu.h"
+
+namespace tf {
+
+class RuntimeState;
+
+enum class ScalarPath : uint8_t {
+    copy_sync,  // cuMemcpyDtoHAsync + cuStreamSynchronize
+    copy_flag,  // cuMemcpyDtoHAsync + cuStreamWriteValue32 + spin
+    kernel,     // tf_read_scalar kernel + spin
+};
+
+// The library's choice; bench/tune_download sweeps the others.
+constexpr ScalarPath kScalarIdlePath = ScalarPath::copy_flag;
+constexpr ScalarPath kScalarBusyPath = ScalarPath::kernel;
+// Spin on the flag for this long, then wait blocking: a read behind a long
+// kernel does not burn a core.
+constexpr std::chrono::microseconds kScalarSpin{100};
+
+struct ScalarReadPlan {
+    ScalarPath idle = kScalarIdlePath;  // the stream has nothing queued
+    ScalarPath busy = kScalarBusyPath;  // it has work queued
+    std::chrono::microseconds spin = kScalarSpin;
+};
+
+const char *scalar_path_name(ScalarPath path);
+
+// The slot's mailbox: kMailboxBytes of mapped page-locked memory, the value
+// at offset 0, the 32-bit flag at kMailboxFlag.  Guarded by the slot lock.
+struct ScalarMailbox {
+    static constexpr size_t kBytes = 64;
+    static constexpr size_t kFlag = 16;
+    unsigned char *host = nullptr;  // NULL until the slot's first read
+    CUdeviceptr device = 0;         // the same memory as the device addresses it
+    uint32_t seq = 0;               // number of the slot's latest read
+};
+
+// Allocate the mailbox if missing (the primary context current, the slot
+// lock held).  A failure frees what the call made.
+tf_status ensure_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box);
+inline void abandon_scalar_mailbox(ScalarMailbox &box) { box = ScalarMailbox(); }
+void release_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box);
+
+// The runtime's read kernel and what it found missing.  One per runtime
+// (TransferState).
+class ScalarKernel {
+public:
+    // The kernel, its module loaded by the first call; NULL if the module
+    // cannot be loaded (logged once, never tried again).
+    CUfunction function(const DriverApi &api, const char *op);
+    // Whether cuStreamWriteValue32 can be used; logs once when it cannot.
+    bool can_write_flag(const DriverApi &api, const char *op);
+    // Teardown, with the primary context current and every stream retired.
+    void release(const DriverApi &api);
+
+private:
+    static constexpr int kUnloaded = 0, kLoaded = 1, kFailed = 2;
+    std::mutex load_mutex_;
+    std::atomic<int> state_{kUnloaded};
+    std::atomic<bool> warned_no_write_{false};
+    CUmodule module_ = nullptr;
+    CUfunction function_ = nullptr;
+};
+
+// Reads len (1 .. TF_SCALAR_DOWNLOAD_MAX_BYTES) bytes at src into out after
+// the work queued on `stream` (the stream of `slot`, the primary context
+// current), taking the slot lock.  On failure out is untouched and the
+// mailbox abandoned if the device may still write it.
+tf_status read_scalar(RuntimeState &state, const char *op, int slot, CUstream stream,
+                      uint64_t src, void *out, size_t len, const ScalarReadPlan &plan);
+
+// The kernel's PTX text (exposed for the benchmark's report).
+extern const char kScalarReadPtx[];
+
+}  // namespace tf

@@ -1,0 +1,73 @@
+#include "transfer/staged_upload.h"
+
+#include <algorithm>
+
+#include "cuda_status.h"
+#include "staged_download.h"
+#include "thread_cancel.h"
+#include "transfer_options.h"
+
+namespace tf {
+namespace {
+
+unsigned pieces_for(size_t n, unsigned threads, const UploadPlan &plan) {
+    const size_t most = static_cast<size_t>(threads) * std::max(1u, plan.pieces_per_thread);
+    const size_t fit = n / std::max<size_t>(plan.min_piece, 1);
+    return static_cast<unsigned>(std::max<size_t>(1, std::min(most, fit)));
+}
+
+}  // namespace
+
+tf_status run_upload_plan(const DriverApi &api, const char *op, CUstream stream,
+                          const StagingRing &ring, CopyPool *pool, unsigned threads,
+                          const UploadPlan &plan, const void *src, CUdeviceptr dst, size_t len) {
+    if (pool && pool->workers() == 0) pool = nullptr;
+    const char *from = static_cast<const char *>(src);
+    const size_t step = download_step_bytes(len, ring.bytes, plan.step_scale);
+    const size_t depth = static_cast<size_t>(ring.depth);
+    // Sleeping copy threads wake while the first buffer is waited for.
+    if (pool) pool->wake();
+    for (size_t i = 0, off = 0; off < len; ++i, off += step) {
+        const int b = static_cast<int>(i % depth);
+        const size_t n = std::min(step, len - off);
+        // The device has finished reading this buffer (a never-recorded
+        // event is complete).
+        tf_status st = TF_CU(api, op, cuEventSynchronize, ring.landed[b]);
+        if (st != TF_OK) return st;
+        CopyJob job(ring.buffer[b], from + off, n, pieces_for(n, threads, plan), false);
+        if (pool) {
+            pool->post(job);
+            pool->finish(job);
+        } else {
+            job.run_all();
+        }
+        st = TF_CU(api, op, cuMemcpyHtoDAsync, dst + off, ring.buffer[b], n, stream);
+        if (st == TF_OK) st = TF_CU(api, op, cuEventRecord, ring.landed[b], stream);
+        if (st != TF_OK) return st;
+    }
+    return TF_OK;
+}
+
+tf_status upload_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
+                        const void *src, uint64_t dst, size_t len) {
+    // Each step's copy job lives in this frame while the copy threads may
+    // hold it: cancellation waits until the upload returns.
+    DeferCancellation no_cancel;
+    const unsigned threads = download_threads(state.options());
+    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads, op) : nullptr;
+    StreamSlot &s = state.slot(slot);
+    SlotGuard guard;
+    tf_status st = guard.acquire(s.lock, op, slot);
+    if (st != TF_OK) return st;
+    TransferSlot &staging = s.resources.transfer;
+    st = ensure_staging_ring(state.api(), op, download_chunk_bytes(state.options()),
+                             kStagingDepth, staging);
+    if (st != TF_OK) return st;
+    st = run_upload_plan(state.api(), op, stream, staging.ring, pool, threads, UploadPlan(), src,
+                         static_cast<CUdeviceptr>(dst), len);
+    // The device may still read a buffer whose copy or wait failed.
+    if (st != TF_OK) abandon_staging_ring(staging);
+    return st;
+}
+
+}  // namespace tf
