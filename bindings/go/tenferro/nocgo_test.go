@@ -38,7 +38,7 @@ func TestWithoutCgoEverythingIsNotAvailable(t *testing.T) {
 	if tenferro.GPUAvailable() || tenferro.Version() != 0 || tenferro.VersionString() != "" {
 		t.Fatal("a build without cgo reports a library")
 	}
-	if tenferro.HeaderVersion != 10000 {
+	if tenferro.HeaderVersion != 10100 {
 		t.Fatalf("HeaderVersion %d", tenferro.HeaderVersion)
 	}
 	d := tenferro.DefaultOptions()
