@@ -38,6 +38,7 @@ from .errors import (CallbackError, CodeDomain, CompileError, CudaError,
                      LibraryNotFoundError, NoDeviceError, NotSupportedError,
                      OutOfMemoryError, ProviderError, RuntimeStateError,
                      Status, TenferroError, error_class, error_from_info)
+from .host import Completion, HostBuffer, HostPoolStats, HostRegistration
 from .kernels import CompileTarget, Kernel, Module, Program
 from .log import LogLevel, log_to_logging, set_log_callback
 from .buffer import DeviceBuffer
@@ -98,9 +99,10 @@ def clear_last_error() -> None:
 
 __all__ = [
     "CallbackError", "Capability", "CodeDomain", "CompileError",
-    "CompileTarget", "CudaError", "DType", "DeviceBuffer", "DeviceFaultError",
+    "CompileTarget", "Completion", "CudaError", "DType", "DeviceBuffer", "DeviceFaultError",
     "DeviceProperties", "DeviceUnavailableError", "DriverNotFoundError",
-    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event",
+    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "HostBuffer",
+    "HostPoolStats", "HostRegistration",
     "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel",
     "LibraryNotFoundError", "LoadError", "LogLevel", "MissingFunctionError",
     "Module", "NoDeviceError", "NotSupportedError", "OutOfMemoryError",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import weakref
 from ctypes import POINTER, Structure, c_char_p, c_int, c_ssize_t, c_void_p
 from typing import Iterator, Tuple
 
@@ -59,14 +60,34 @@ def _describe(obj: object) -> str:
     return type(obj).__module__ + "." + type(obj).__qualname__
 
 
-@contextlib.contextmanager
-def borrow(obj: object, *, writable: bool) -> Iterator[Tuple[int, int]]:
-    """Yield (address, nbytes) of obj's memory while holding its buffer.
+class Export:
+    """A held export of an object's buffer (PyObject_GetBuffer) that lives
+    past one call: the memory of an asynchronous copy or a registration
+    stays valid (and the object unresizable) until release().  A weakref
+    finalizer releases it if the holder is dropped first."""
 
-    Raises TypeError when obj has no buffer or (writable=True) a read-only
-    one, BufferError when its memory is not contiguous.  The address is 0
-    only for an empty buffer, where nbytes is 0.
-    """
+    __slots__ = ("address", "nbytes", "obj", "_finalizer", "__weakref__")
+
+    address: int
+    nbytes: int
+    obj: object
+
+    def __init__(self, obj: object, *, writable: bool) -> None:
+        view = _get(obj, writable)
+        self.address, self.nbytes, self.obj = view.buf or 0, view.len, obj
+        self._finalizer = weakref.finalize(self, _release_buffer, ctypes.byref(view))
+
+    def release(self) -> None:
+        """Release the export.  Idempotent."""
+        self._finalizer()
+
+    @property
+    def released(self) -> bool:
+        return not self._finalizer.alive
+
+
+def _get(obj: object, writable: bool) -> _PyBuffer:
+    """obj's buffer, exported (the caller releases it)."""
     if writable and isinstance(obj, (bytes, str)):
         raise TypeError(f"expected a writable buffer (bytearray, memoryview, "
                         f"NumPy array), got read-only {_describe(obj)}")
@@ -86,6 +107,18 @@ def borrow(obj: object, *, writable: bool) -> Iterator[Tuple[int, int]]:
                             f"{_describe(obj)}") from None
         raise BufferError(f"{_describe(obj)} cannot be borrowed as one "
                           f"contiguous block of memory: {e}") from None
+    return view
+
+
+@contextlib.contextmanager
+def borrow(obj: object, *, writable: bool) -> Iterator[Tuple[int, int]]:
+    """Yield (address, nbytes) of obj's memory while holding its buffer.
+
+    Raises TypeError when obj has no buffer or (writable=True) a read-only
+    one, BufferError when its memory is not contiguous.  The address is 0
+    only for an empty buffer, where nbytes is 0.
+    """
+    view = _get(obj, writable)
     try:
         yield (view.buf or 0, view.len)
     finally:

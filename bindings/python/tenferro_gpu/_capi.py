@@ -86,7 +86,7 @@ class RetirementStatsStruct(Structure):
 
 
 class HostPoolStatsStruct(Structure):
-    """struct tf_host_pool_stats (1.1; the binding does not call it yet)"""
+    """struct tf_host_pool_stats (1.1)"""
     _fields_ = [
         ("struct_size", c_uint32),
         ("reserved", c_uint32),
@@ -240,6 +240,17 @@ PROTOTYPES = (
     ("tf_peer_copy", status, (runtime_p, c_uint64, runtime_p, c_uint64, c_size_t)),
     ("tf_download_scalar", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
     ("tf_download", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
+    # Page-locked host memory and asynchronous copies (1.1)
+    ("tf_host_alloc", status, (runtime_p, c_size_t, POINTER(c_void_p))),
+    ("tf_host_free", status, (runtime_p, c_void_p)),
+    ("tf_host_record_use", status, (runtime_p, c_void_p)),
+    ("tf_host_register", status, (runtime_p, c_void_p, c_size_t)),
+    ("tf_host_unregister", status, (runtime_p, c_void_p)),
+    ("tf_host_pool_stats_init", None, (POINTER(HostPoolStatsStruct), c_size_t)),
+    ("tf_host_stats", status, (runtime_p, POINTER(HostPoolStatsStruct))),
+    ("tf_host_trim", status, (runtime_p,)),
+    ("tf_download_async", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
+    ("tf_upload_async", status, (runtime_p, c_void_p, c_uint64, c_size_t)),
 )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional, Tuple
 from . import _callbacks, _capi
 from ._current import current_streams
 from .devices import DeviceProperties, _query
+from .host import HostMixin
 from .kernels import KernelsMixin
 from .memory import TransfersMixin
 from .stream_work import StreamWorkMixin
@@ -51,7 +52,7 @@ def _options(api: Any, given: Dict[str, int]) -> _capi.RuntimeOptionsStruct:
     return opts
 
 
-class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
+class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
     """A reference to a tenferro-gpu runtime (tf_runtime *).
 
     Runtime(ordinal) creates a runtime on a device; keyword options override
@@ -80,8 +81,8 @@ class Runtime(StreamWorkMixin, TransfersMixin, KernelsMixin):
 
     Its methods, by the header's sections: queries and streams (here);
     cuBLAS, any library's work, events and retirement (stream_work.py);
-    device memory and transfers (memory.py); NVRTC, modules and launches
-    (kernels.py).
+    device memory and transfers (memory.py); page-locked host memory and
+    asynchronous copies (host.py); NVRTC, modules and launches (kernels.py).
     """
 
     __slots__ = ("_handle", "_hc", "_finalizer", "_identity", "_bound", "_ordinal",

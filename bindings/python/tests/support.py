@@ -79,6 +79,8 @@ class Double:
         "tfd_cublas_stream": (c_void_p, (c_void_p,)),
         "tfd_set_attribute": (None, (c_int, c_int, c_int)),
         "tfd_pending": (c_ulong, (c_void_p,)),
+        "tfd_set_execution": (None, (c_int,)),
+        "tfd_drain_all": (None, ()),
     }
 
     def __init__(self, lib):

@@ -65,6 +65,7 @@ STRUCTS = {"tf_error_info": _capi.ErrorInfo,
            "tf_device_properties": _capi.DevicePropertiesStruct,
            "tf_runtime_options": _capi.RuntimeOptionsStruct,
            "tf_retirement_stats": _capi.RetirementStatsStruct,
+           "tf_host_pool_stats": _capi.HostPoolStatsStruct,
            "tf_launch_config": _capi.LaunchConfigStruct,
            "tf_compile_options": _capi.CompileOptionsStruct}
 
@@ -111,6 +112,7 @@ def test_each_init_writes_its_defaults_at_the_bindings_offsets():
     for struct, init in ((_capi.ErrorInfo, api.tf_error_info_init),
                          (_capi.DevicePropertiesStruct, api.tf_device_properties_init),
                          (_capi.RetirementStatsStruct, api.tf_retirement_stats_init),
+                         (_capi.HostPoolStatsStruct, api.tf_host_pool_stats_init),
                          (_capi.CompileOptionsStruct, api.tf_compile_options_init)):
         value = _capi.new_struct(struct, init)
         assert value.struct_size == ctypes.sizeof(struct), struct.__name__

@@ -209,6 +209,20 @@ impl Error {
         }
     }
 
+    /// A function newer than the loaded library (status NotSupported,
+    /// operation the function, call "dlsym").
+    pub(crate) fn missing_function(missing: &sys::MissingFunction) -> Error {
+        Error {
+            status: Status::NotSupported,
+            operation: missing.name().to_string(),
+            call: "dlsym".to_string(),
+            code: 0,
+            code_domain: CodeDomain::None,
+            message: format!("tenferro-gpu: {missing}"),
+            compile_log: None,
+        }
+    }
+
     /// An error the binding itself detects (a broken library contract).
     pub(crate) fn internal(operation: &str, detail: &str) -> Error {
         Error::binding(Status::Internal, operation, detail)

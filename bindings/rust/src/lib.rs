@@ -49,6 +49,9 @@
 //! | [`DeviceBuffer<T>`] | yes | yes | freed on its own stream from any thread; `&` only reads |
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | yes | yes | as `&[T]` and `&mut [T]` |
 //! | [`Event`], [`Module`], [`Function`], [`Program`] | yes | yes | thread-safe in C; released in `Drop` only |
+//! | [`HostBuffer<T>`] | yes | yes | as `Box<[T]>`; the pool's free is thread-safe |
+//! | [`Registered<'a, T>`] | yes | yes | as `&'a mut [T]` |
+//! | [`Transfer<'d, H>`] | if `H` is | if `H` is | owns `H` and an [`Event`] |
 //!
 //! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
 //! may move it between worker threads; each call is synchronous and made
@@ -68,6 +71,7 @@ pub mod cublas;
 mod callback;
 mod device;
 mod error;
+mod host;
 mod kernels;
 mod library;
 mod log;
@@ -82,6 +86,7 @@ use std::ffi::CStr;
 pub use callback::CALLBACK_PANICKED;
 pub use device::{device_count, device_info, devices, gpu_available, DeviceProperties};
 pub use error::{clear_last_error, last_error, status_string, CodeDomain, Error, Result, Status};
+pub use host::{HostBuffer, HostPoolStats, PinnedMemory, Registered, Transfer};
 pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConfig, Module, Program};
 pub use library::load;
 pub use log::{reset_log_callback, set_log_callback, LogLevel};

@@ -188,7 +188,7 @@ pub struct tf_retirement_stats {
     pub max_in_flight: u64,
 }
 
-/// Page-locked host memory counters (1.1; no function of this crate takes it yet).
+/// Page-locked host memory counters (1.1).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct tf_host_pool_stats {
@@ -389,8 +389,8 @@ declare_functions! {
     ) -> tf_status;
     fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
     fn tf_program_release(program: *mut tf_program);
-    fn tf_program_retain(program: *mut tf_program) -> tf_status;
-    fn tf_program_release_checked(program: *mut tf_program) -> tf_status;
+    [1.1] fn tf_program_retain(program: *mut tf_program) -> tf_status;
+    [1.1] fn tf_program_release_checked(program: *mut tf_program) -> tf_status;
 
     // Device memory and transfers
     fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;
@@ -412,4 +412,19 @@ declare_functions! {
     fn tf_download_scalar(rt: *mut tf_runtime, src: u64, out: *mut c_void, len: usize)
         -> tf_status;
     fn tf_download(rt: *mut tf_runtime, src: u64, dst: *mut c_void, len: usize) -> tf_status;
+
+    // Page-locked host memory and asynchronous copies (1.1: optional)
+    [1.1] fn tf_host_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut *mut c_void)
+        -> tf_status;
+    [1.1] fn tf_host_free(rt: *mut tf_runtime, ptr: *mut c_void) -> tf_status;
+    [1.1] fn tf_host_record_use(rt: *mut tf_runtime, ptr: *mut c_void) -> tf_status;
+    [1.1] fn tf_host_register(rt: *mut tf_runtime, ptr: *mut c_void, bytes: usize) -> tf_status;
+    [1.1] fn tf_host_unregister(rt: *mut tf_runtime, ptr: *mut c_void) -> tf_status;
+    [1.1] fn tf_host_pool_stats_init(stats: *mut tf_host_pool_stats, struct_size: usize);
+    [1.1] fn tf_host_stats(rt: *const tf_runtime, out: *mut tf_host_pool_stats) -> tf_status;
+    [1.1] fn tf_host_trim(rt: *mut tf_runtime) -> tf_status;
+    [1.1] fn tf_download_async(rt: *mut tf_runtime, src: u64, dst: *mut c_void, len: usize)
+        -> tf_status;
+    [1.1] fn tf_upload_async(rt: *mut tf_runtime, src: *const c_void, dst: u64, len: usize)
+        -> tf_status;
 }

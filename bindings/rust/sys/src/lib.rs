@@ -20,6 +20,10 @@
 //! [`library()`], whose methods have the same names and signatures.  Both
 //! come from one list, so the modes cannot disagree on a declaration.
 //!
+//! Functions added after 1.0 are optional with `dynamic-loading` (a 1.1
+//! crate runs against a 1.0 library): their table fields are `Option`s and
+//! their calls return `Result<_, MissingFunction>`.
+//!
 //! Everything here is `unsafe` to call and follows the header's contract
 //! exactly.  Structs must be initialised with their `*_init` function
 //! ([`initialised`]) before use.
@@ -38,7 +42,7 @@ mod header;
 mod loader;
 
 pub use header::*;
-pub use loader::{library, LoadError, LIBRARY_PATH_VARIABLE, LIBRARY_SONAME};
+pub use loader::{library, LoadError, MissingFunction, LIBRARY_PATH_VARIABLE, LIBRARY_SONAME};
 
 /// A `T` (one of this crate's structs) initialised by its `*_init` function
 /// with this crate's `size_of::<T>()`.

@@ -52,14 +52,51 @@ pub fn library() -> Result<&'static Library, &'static LoadError> {
 }
 
 /// The table, for the free functions: they panic without the library.
-#[cfg(not(feature = "linked"))]
 #[inline]
-pub(crate) fn loaded() -> &'static Library {
+pub(crate) fn table() -> &'static Library {
     match imp::library() {
         Ok(library) => library,
         Err(e) => panic!("{e}"),
     }
 }
+
+/// A function newer than 1.0 that the loaded library lacks (it is of an
+/// older minor version): what calling it through [`Library`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissingFunction {
+    name: &'static str,
+    since: &'static str,
+}
+
+impl MissingFunction {
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, since: &'static str) -> MissingFunction {
+        MissingFunction { name, since }
+    }
+
+    /// The function's name (`"tf_host_alloc"`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The version that added it (`"1.1"`).
+    pub fn since(&self) -> &'static str {
+        self.since
+    }
+}
+
+impl fmt::Display for MissingFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: the loaded {LIBRARY_SONAME} is too old: it lacks this function, new in {}; \
+             install tenferro-gpu {} or newer",
+            self.name, self.since, self.since
+        )
+    }
+}
+
+impl std::error::Error for MissingFunction {}
 
 #[cfg(feature = "linked")]
 mod imp {
@@ -137,5 +174,43 @@ mod imp {
         resolved.map_err(|missing| {
             failure(&format!("{shown} lacks {missing}, which this crate needs (an older library?)"))
         })
+    }
+}
+
+#[cfg(all(test, not(feature = "linked")))]
+mod tests {
+    use crate::Library;
+
+    /// A lookup that finds every name but those in `absent` (at an address
+    /// never called).
+    fn resolve(absent: &[&str]) -> Result<Library, &'static str> {
+        let mut dummy = 0u8;
+        let address = std::ptr::addr_of_mut!(dummy).cast::<std::os::raw::c_void>();
+        // SAFETY: the table is only inspected, never called.
+        unsafe {
+            Library::resolve(|name| {
+                let name = std::str::from_utf8(&name[..name.len() - 1]).unwrap();
+                if absent.contains(&name) {
+                    std::ptr::null_mut()
+                } else {
+                    address
+                }
+            })
+        }
+    }
+
+    #[test]
+    fn a_library_without_the_1_1_functions_still_loads() {
+        let old = resolve(&["tf_host_alloc", "tf_upload_async"]).unwrap();
+        assert!(old.tf_host_alloc.is_none() && old.tf_upload_async.is_none());
+        assert!(old.tf_host_free.is_some());
+        // SAFETY: a missing function is never called.
+        let missing = unsafe { old.tf_upload_async(std::ptr::null_mut(), std::ptr::null(), 0, 0) };
+        assert_eq!(missing.unwrap_err().name(), "tf_upload_async");
+    }
+
+    #[test]
+    fn a_library_without_a_1_0_function_does_not_load() {
+        assert_eq!(resolve(&["tf_download"]).err(), Some("tf_download"));
     }
 }

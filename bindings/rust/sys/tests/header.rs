@@ -345,6 +345,17 @@ fn every_struct_has_the_layout_the_c_compiler_measured() {
             in_flight,
             max_in_flight,
         }),
+        layout!(tf_host_pool_stats {
+            struct_size,
+            reserved,
+            bytes_in_use,
+            bytes_cached,
+            bytes_registered,
+            blocks_in_use,
+            blocks_cached,
+            driver_allocations,
+            pending_frees,
+        }),
         layout!(tf_launch_config {
             struct_size,
             grid_x,

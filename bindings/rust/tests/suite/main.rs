@@ -8,6 +8,7 @@ mod absent;
 mod context;
 mod errors;
 mod gemm;
+mod host;
 mod kernels;
 mod log;
 mod memory;
