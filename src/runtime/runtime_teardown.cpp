@@ -6,7 +6,7 @@
 // context; put the caller's context back.  After a sticky fault, in a forked
 // child, or once the driver is deinitialized, the device is not touched and
 // the resources are leaked without a warning.  Page-locked host memory
-// (host_pool.h) follows the streams: freed with them, or leaked with them.
+// (transfer/host_pool.h) follows the streams: freed with them, or leaked with them.
 #include <cstdio>
 
 #include "driver/context_scope.h"
