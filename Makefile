@@ -1,6 +1,6 @@
 # tenferro-gpu
 #
-#   make                 the library: build/lib/libtenferro_gpu.so.1.0.0
+#   make                 the library: build/lib/libtenferro_gpu.so.MAJOR.MINOR.PATCH
 #   make run-example     set up, build and run examples/hello (needs a GPU)
 #   make check           build, every suite against the CUDA driver double, and the
 #                        fast gates (symbols, ABI, layout, header, bad-input table,

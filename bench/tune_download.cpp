@@ -1,5 +1,5 @@
 // Sweeps the internal plan of bulk downloads into pageable memory (the
-// constants of src/download_plan.h and the header's download defaults) on a
+// constants of src/transfer/download_plan.h and the header's download defaults) on a
 // GPU machine, against the driver's own pageable path, in one process.
 // Linked with the library's objects, not the shared library: the plan is not
 // reachable through the public API.  tools/tuning/pick_download_defaults.py reads
@@ -42,12 +42,13 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "copy_pool.h"
-#include "download_plan.h"
-#include "fresh_pages.h"
-#include "runtime_handle.h"
-#include "staged_download.h"
-#include "transfer_slot.h"
+#include "transfer/copy_pool.h"
+#include "transfer/download_plan.h"
+#include "transfer/fresh_pages.h"
+#include "runtime/runtime_handle.h"
+#include "transfer/staged_download.h"
+#include "transfer/transfer_slot.h"
+#include "util/error.h"
 
 namespace {
 
@@ -194,8 +195,7 @@ private:
         }
         if (ring_.ring.bytes != p.chunk || ring_.ring.depth != p.plan.depth) {
             drop_ring();
-            ok(tf::ensure_staging_ring(api_, kOp, p.chunk, p.plan.depth, ring_),
-               "ensure_staging_ring");
+            ok(tf::ensure_staging_ring(api_, p.chunk, p.plan.depth, ring_), "ensure_staging_ring");
         }
     }
 
@@ -204,7 +204,7 @@ private:
     }
 
     void download(const Plan &p, void *dst, size_t n, uint64_t src_offset = 0) {
-        ok(tf::run_download_plan(api_, kOp, stream_, ring_.ring, pool_.get(), p.threads, p.plan,
+        ok(tf::run_download_plan(api_, stream_, ring_.ring, pool_.get(), p.threads, p.plan,
                                  dev_ + src_offset, dst, n),
            "run_download_plan");
     }
@@ -438,6 +438,9 @@ void describe(tf_runtime *rt) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The library's internals it drives report their failures under this
+    // name (the public functions it calls name themselves).
+    tf::OperationScope operation(kOp);
     bool smoke = false;
     double budget = 200;
     for (int i = 1; i < argc; ++i) {

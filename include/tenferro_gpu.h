@@ -29,8 +29,9 @@
  *  - Pointers handed out (strings, contexts, streams, images) are borrowed,
  *    for as long as each comment says.  Pointers passed in are used during
  *    the call only, unless the comment says the library keeps them.
- *  - A released runtime handle is usually, not always, refused with
- *    TF_ERROR_INVALID_HANDLE.
+ *  - A released handle (runtime, event, module or program) is usually, not
+ *    always, refused with TF_ERROR_INVALID_HANDLE (docs/bad-input.md says
+ *    when).
  *  - No call leaves the thread's current CUDA context changed (NULL
  *    included), even when a callback it ran changed it; no C++ exception
  *    leaves the library.
@@ -216,7 +217,8 @@ enum tf_status_code {
     /** An argument is invalid: NULL where an object is needed, a size out
      * of range, an unknown option, a device range that does not fit. */
     TF_ERROR_INVALID_ARGUMENT = 1,
-    /** The runtime handle was already released, or is not a runtime handle. */
+    /** A handle (runtime, event, module, program) was already released, or
+     * a pointer is not a runtime handle. */
     TF_ERROR_INVALID_HANDLE = 2,
     /** The CUDA driver (libcuda.so.1) could not be loaded. */
     TF_ERROR_DRIVER_NOT_FOUND = 3,
@@ -1040,8 +1042,8 @@ TF_NODISCARD TF_API tf_status tf_event_new(tf_runtime *rt, tf_event **out);
  * Add a reference to @p event: the same pointer then needs one more
  * tf_event_release().
  * @param[in] event an event the caller holds a reference to.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a live event; a
- *         released one is freed memory, undefined behaviour).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not an event);
+ *         TF_ERROR_INVALID_HANDLE (already released).
  * @threadsafety Any thread; never blocks.
  * @failure No reference was added.
  * @since 1.0
@@ -1052,10 +1054,11 @@ TF_NODISCARD TF_API tf_status tf_event_retain(tf_event *event);
  * Drop a reference to @p event; NULL is a no-op.  The last destroys the event
  * (a failure is logged; after a fault or in a forked child it leaks quietly)
  * and drops its runtime reference, which may tear the runtime down as
- * tf_runtime_release() does.  Using the event afterwards is undefined.
+ * tf_runtime_release() does.  Passing the event afterwards is refused as
+ * for a released runtime handle (TF_ERROR_INVALID_HANDLE, usually).
  * @param[in] event the reference to drop, or NULL.
  * @return TF_OK (also when the destroy failed); TF_ERROR_INVALID_ARGUMENT
- *         (not a live event).
+ *         (not an event); TF_ERROR_INVALID_HANDLE (already released).
  * @threadsafety Any thread, but not while another thread uses this
  *         reference.  Blocks only when it tears the runtime down.
  * @failure Nothing was released.
@@ -1095,8 +1098,9 @@ TF_NODISCARD TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event);
  * Block until the latest record of @p event is done (at once if never
  * recorded).
  * @param[in] event the event.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; the device statuses (a
- *         TF_ERROR_DEVICE_FAULT marks the event's runtime).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
+ *         released event); the device statuses (a TF_ERROR_DEVICE_FAULT
+ *         marks the event's runtime).
  * @threadsafety Any thread.  Blocks only the calling thread; others may
  *         record this event meanwhile.
  * @failure The work may or may not be done.  After TF_ERROR_DEVICE_FAULT
@@ -1109,7 +1113,8 @@ TF_NODISCARD TF_API tf_status tf_event_synchronize(tf_event *event);
  * Whether the latest record of @p event is done, without waiting.
  * @param[in] event     the event.
  * @param[out] out_done 1 when done (or never recorded), 0 when not yet.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; the device statuses.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
+ *         released event); the device statuses.
  * @threadsafety Any thread; never blocks.
  * @failure Nothing to undo.
  * @since 1.0
@@ -1241,8 +1246,8 @@ TF_NODISCARD TF_API tf_status tf_module_load(tf_runtime *rt, const void *image, 
  * Add a reference to @p module: the same pointer then needs one more
  * tf_module_release().
  * @param[in] module a module the caller holds a reference to.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a live module; a
- *         released one is freed memory, undefined behaviour).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a module);
+ *         TF_ERROR_INVALID_HANDLE (already released).
  * @threadsafety Any thread; never blocks.
  * @failure No reference was added.
  * @since 1.0
@@ -1256,7 +1261,7 @@ TF_NODISCARD TF_API tf_status tf_module_retain(tf_module *module);
  * tear the runtime down as tf_runtime_release() does.
  * @param[in] module the reference to drop, or NULL.
  * @return TF_OK (also when the unload failed); TF_ERROR_INVALID_ARGUMENT
- *         (not a live module).
+ *         (not a module); TF_ERROR_INVALID_HANDLE (already released).
  * @threadsafety Any thread, but not while another thread uses this
  *         reference or, for the last one, launches the module's functions.
  *         Blocks only when it tears the runtime down.
@@ -1272,8 +1277,9 @@ TF_API tf_status tf_module_release(tf_module *module);
  * @param[in] name          the kernel's name, NUL-terminated.
  * @param[out] out_function a CUfunction, valid until the module's last
  *                          release.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; the device statuses
- *         (TF_ERROR_CUDA with CUDA_ERROR_NOT_FOUND: no such kernel).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
+ *         released module); the device statuses (TF_ERROR_CUDA with
+ *         CUDA_ERROR_NOT_FOUND: no such kernel).
  * @threadsafety Any thread; never waits for other threads.
  * @failure Nothing to undo.
  * @since 1.0
@@ -1289,7 +1295,8 @@ TF_NODISCARD TF_API tf_status tf_module_function(tf_module *module, const char *
  * @param[in] function  from tf_module_function().
  * @param[in] attribute a CUfunction_attribute; the driver checks it.
  * @param[in] value     its new value; the driver checks it.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; the device statuses.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
+ *         released module); the device statuses.
  * @threadsafety Any thread; not ordered with launches on other threads: set
  *         attributes before sharing @p function.
  * @failure The attribute may or may not have changed: set it again.
@@ -1375,7 +1382,8 @@ typedef struct tf_compile_options {
  */
 TF_API void tf_compile_options_init(tf_compile_options *options, size_t struct_size);
 
-/** Opaque result of tf_program_compile(): the image and NVRTC's log. */
+/** Opaque, reference-counted (since 1.1) result of tf_program_compile(): the
+ * image and NVRTC's log.  It belongs to no runtime. */
 typedef struct tf_program tf_program;
 
 /**
@@ -1404,10 +1412,11 @@ TF_NODISCARD TF_API tf_status tf_program_compile(tf_runtime *rt, const char *sou
  * The compiled image (PTX including its NUL, or a CUBIN), for
  * tf_module_load().
  * @param[in] program    from tf_program_compile().
- * @param[out] out_image borrowed until tf_program_release().
+ * @param[out] out_image borrowed until the program's last release.
  * @param[out] out_size  its size in bytes.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, or a program that did not
- *         compile).
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not a program, or a
+ *         program that did not compile); TF_ERROR_INVALID_HANDLE (already
+ *         released).
  * @threadsafety Any thread; never blocks.  Not while another thread
  *         releases @p program.
  * @failure Nothing to undo.
@@ -1419,8 +1428,9 @@ TF_NODISCARD TF_API tf_status tf_program_image(const tf_program *program,
 /**
  * NVRTC's log ("" when NVRTC wrote none).
  * @param[in] program  from tf_program_compile().
- * @param[out] out_log NUL-terminated, borrowed until tf_program_release().
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL).
+ * @param[out] out_log NUL-terminated, borrowed until the program's last release.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a program);
+ *         TF_ERROR_INVALID_HANDLE (already released).
  * @threadsafety As tf_program_image().
  * @failure Nothing to undo.
  * @since 1.0
@@ -1428,15 +1438,43 @@ TF_NODISCARD TF_API tf_status tf_program_image(const tf_program *program,
 TF_NODISCARD TF_API tf_status tf_program_log(const tf_program *program, const char **out_log);
 
 /**
- * Free @p program, its image and its log; NULL is a no-op.  Programs are
- * not reference-counted: any other pointer, or a second release, is
- * undefined behaviour.
+ * Drop a reference to @p program, as tf_program_release_checked() does,
+ * without its status (a refusal still records the thread's last error).
+ * NULL is a no-op.  Programs have one reference from tf_program_compile()
+ * and one more per tf_program_retain() (1.1); the last release frees the
+ * image and the log.
  * @param[in] program from tf_program_compile(), or NULL.
- * @threadsafety Any thread, once no other thread uses the program, its
- *         image or its log.  Never blocks.
+ * @threadsafety Any thread, once no other thread uses this reference, or,
+ *         for the last one, the image or the log.  Never blocks.
  * @since 1.0
  */
 TF_API void tf_program_release(tf_program *program);
+
+/**
+ * Add a reference to @p program: the same pointer then needs one more
+ * release, and its image and log stay until the last.
+ * @param[in] program a program the caller holds a reference to.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a program);
+ *         TF_ERROR_INVALID_HANDLE (already released).
+ * @threadsafety Any thread; never blocks.
+ * @failure No reference was added: do not release one for this call.
+ * @since 1.1
+ */
+TF_NODISCARD TF_API tf_status tf_program_retain(tf_program *program);
+
+/**
+ * Drop a reference to @p program; NULL is a no-op.  The last frees its
+ * image and log; passing the program afterwards is refused as for a
+ * released runtime handle (TF_ERROR_INVALID_HANDLE, usually).
+ * @param[in] program the reference to drop, or NULL.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not a program);
+ *         TF_ERROR_INVALID_HANDLE (already released).
+ * @threadsafety Any thread, once no other thread uses this reference, or,
+ *         for the last one, the image or the log.  Never blocks.
+ * @failure Nothing was released.
+ * @since 1.1
+ */
+TF_API tf_status tf_program_release_checked(tf_program *program);
 
 /** @} */
 

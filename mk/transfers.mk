@@ -22,7 +22,7 @@ bench-transfer-sweep: bench-build
 #   make tune-download-smoke                 the sweep's smoke run on the double
 #
 # bench/tune_download links the library's objects rather than the shared
-# library: the plan it sweeps (src/download_plan.h) is internal.
+# library: the plan it sweeps (src/transfer/download_plan.h) is internal.
 TUNE_DOWNLOAD := $(BUILD)/bench/tune_download
 $(TUNE_DOWNLOAD): bench/tune_download.cpp bench/bench_util.h $(LIB_OBJS) | $(BUILD)/bench
 	$(CXX) $(BENCH_CXXFLAGS) -Isrc $(CPPFLAGS) $(CXXFLAGS) $< $(LIB_OBJS) -o $@ $(LDFLAGS) -ldl -lpthread

@@ -296,6 +296,32 @@ static void foreign_object_is_an_invalid_argument(void **state) {
     assert_ok(tf_runtime_release(object_rt));
 }
 
+/* A released event or module, passed back to each call (its release
+ * included: a double release), is TF_ERROR_INVALID_HANDLE, as a released
+ * runtime handle is (NOTE [handle model]). */
+static void released_object_is_an_invalid_handle(void **state) {
+    size_t i;
+    (void)state;
+    object_rt = new_runtime();
+    for (i = 0; i < NOBJECTS; ++i) {
+        void *o = NULL;
+        if (strncmp(object_calls[i].op, "tf_event", 8) == 0) {
+            tf_event *ev = NULL;
+            assert_ok(tf_event_new(object_rt, &ev));
+            assert_ok(tf_event_release(ev));
+            o = ev;
+        } else {
+            tf_module *m = NULL;
+            assert_ok(tf_module_load(object_rt, kPtx, sizeof kPtx, &m));
+            assert_ok(tf_module_release(m));
+            o = m;
+        }
+        assert_failure(object_calls[i].call(o), TF_ERROR_INVALID_HANDLE, object_calls[i].op,
+                       "was already released");
+    }
+    assert_ok(tf_runtime_release(object_rt));
+}
+
 /* ---- values out of range, with a live runtime, memory, module ---------------- */
 
 static struct fixture {
@@ -603,6 +629,7 @@ int main(void) {
         TF_TEST(null_outputs_are_refused),
         TF_TEST(null_object_is_an_invalid_argument),
         TF_TEST(foreign_object_is_an_invalid_argument),
+        TF_TEST(released_object_is_an_invalid_handle),
         TF_TEST_FIXTURE(bad_arguments_get_their_status_and_message, fixture_up, fixture_down),
         TF_TEST_FIXTURE(oversized_structs_are_refused, fixture_up, fixture_down),
         TF_TEST_FIXTURE(zero_lengths_check_nothing, fixture_up, fixture_down),

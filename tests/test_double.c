@@ -3,7 +3,7 @@
  * Uses no part of libtenferro_gpu: the driver entry points are reached the
  * way the library reaches them, through cuGetProcAddress_v2 found with
  * dlsym in the loaded libcuda.so.1, at the versions listed in
- * src/driver_entries.inc.  The cuBLAS and NVRTC doubles are opened with
+ * src/driver/driver_entries.inc.  The cuBLAS and NVRTC doubles are opened with
  * dlopen.  Every test skips when the loaded libcuda.so.1 is not the double.
  */
 #include <setjmp.h>
@@ -100,7 +100,7 @@ static void test_proc_address(void **state)
     NEED_DOUBLE();
     unsigned long entries = 0;
 #define TF_DRIVER_ENTRY(name, version) check_entry(#name, version), ++entries;
-#include "../src/driver_entries.inc"
+#include "../src/driver/driver_entries.inc"
 #include "cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
     assert_int_equal(T->tfd_calls("cuGetProcAddress"), entries);

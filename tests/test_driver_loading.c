@@ -247,7 +247,7 @@ static void entry_points_are_resolved_with_explicit_versions(void **state) {
 #define TF_DRIVER_ENTRY(name, version)                                         \
     assert_int_equal(tfd()->tfd_requested_version(#name), version);            \
     assert_int_equal(tfd()->tfd_requested_flags(#name), CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-#include "../src/driver_entries.inc"
+#include "../src/driver/driver_entries.inc"
 #undef TF_DRIVER_ENTRY
 }
 

@@ -211,6 +211,50 @@ static void log_callback_reentry_is_refused(void **state) {
     assert_ok(tf_set_log_callback(NULL, NULL));
 }
 
+/* NOTE [operation name]: a library call made from inside a callback names
+ * itself, and the outer call's name is back when it returns, for the outer
+ * call's own failures after it. */
+static tf_runtime *nested_rt;
+static int32_t nested_callback_fails(void *user_data) {
+    int32_t *count = (int32_t *)user_data;
+    /* A nested failure, then a nested success. */
+    assert_failure(tf_runtime_slot_count(nested_rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_slot_count", "out_count is NULL");
+    assert_ok(tf_runtime_slot_count(nested_rt, count));
+    return 5;
+}
+
+static void nested_calls_restore_the_outer_operation(void **state) {
+    int32_t count = 0;
+    (void)state;
+    nested_rt = new_runtime();
+    assert_failure(tf_with_context(nested_rt, nested_callback_fails, &count), TF_ERROR_CALLBACK,
+                   "tf_with_context", "tf_with_context: callback returned 5");
+    assert_int_equal(count, TF_DEFAULT_STREAM_SLOTS);
+    assert_ok(tf_runtime_release(nested_rt));
+}
+
+/* Teardown names tf_runtime_release in what it logs, whichever call drops
+ * the runtime's last reference (here tf_event_release). */
+static void teardown_logs_under_its_own_name(void **state) {
+    tf_runtime *rt;
+    tf_event *ev;
+    void *stream;
+    const char *log;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_ok(tf_event_new(rt, &ev));
+    assert_ok(tf_runtime_release(rt)); /* the event keeps the runtime */
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    log_capture_start();
+    assert_ok(tf_event_release(ev));
+    log = log_capture_stop();
+    assert_non_null(strstr(log, "tf_runtime_release: cuStreamSynchronize of slot 0 failed"));
+    assert_null(strstr(log, "tf_event_release: cuStreamSynchronize"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(status_values_are_frozen),
@@ -224,6 +268,8 @@ int main(void) {
         TF_TEST(error_names_fall_back_to_the_number),
         TF_TEST(log_callback_can_be_set_and_reset),
         TF_TEST(log_callback_reentry_is_refused),
+        TF_TEST(nested_calls_restore_the_outer_operation),
+        TF_TEST(teardown_logs_under_its_own_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -387,6 +387,54 @@ static void compile_error_returns_the_log(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* Programs follow the one handle model (1.1): counted references, and a
+ * released program passed back is TF_ERROR_INVALID_HANDLE. */
+static void program_references_and_released_programs(void **state) {
+    tf_runtime *rt = new_runtime();
+    tf_program *p = NULL;
+    const void *image = NULL;
+    size_t size = 0;
+    const char *log = NULL;
+    uint64_t junk[8];
+    (void)state;
+    require_nvrtc(rt);
+    assert_ok(tf_program_compile(rt, kSource, NULL, &p));
+    assert_ok(tf_program_retain(p));
+    assert_ok(tf_program_release_checked(p)); /* one reference left: still whole */
+    assert_ok(tf_program_image(p, &image, &size));
+    assert_true(size > 0);
+    assert_ok(tf_program_log(p, &log));
+    assert_ok(tf_program_release_checked(p)); /* the last */
+    /* Used after its last release, and released twice. */
+    assert_failure(tf_program_image(p, &image, &size), TF_ERROR_INVALID_HANDLE, "tf_program_image",
+                   "program", "was already released");
+    assert_failure(tf_program_log(p, &log), TF_ERROR_INVALID_HANDLE, "tf_program_log",
+                   "was already released");
+    assert_failure(tf_program_retain(p), TF_ERROR_INVALID_HANDLE, "tf_program_retain",
+                   "was already released");
+    assert_failure(tf_program_release_checked(p), TF_ERROR_INVALID_HANDLE,
+                   "tf_program_release_checked", "was already released");
+    /* The 1.0 release refuses the same way; the refusal is in the record. */
+    tf_clear_last_error();
+    tf_program_release(p);
+    assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_HANDLE);
+    assert_string_equal(tf_last_error_operation(), "tf_program_release");
+    /* NULL, and a pointer that never was a program. */
+    assert_ok(tf_program_release_checked(NULL));
+    assert_failure(tf_program_retain(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_program_retain",
+                   "program is NULL");
+    memset(junk, 0x5A, sizeof junk);
+    assert_failure(tf_program_retain((tf_program *)junk), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_program_retain", "is not a live program");
+    assert_failure(tf_program_release_checked((tf_program *)junk), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_program_release_checked", "is not a live program");
+    assert_failure(tf_program_image((tf_program *)junk, &image, &size), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_program_image", "is not a live program");
+    assert_failure(tf_program_log((tf_program *)junk, &log), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_program_log", "is not a live program");
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* The image the double's NVRTC made, as text, for its .target line. */
 static void compile_and_expect_target(tf_runtime *rt, const tf_compile_options *o,
                                       const char *target) {
@@ -517,6 +565,7 @@ int main(void) {
         TF_TEST(faulting_kernel_poisons_the_runtime),
         TF_TEST(compiled_kernel_runs),
         TF_TEST(compile_error_returns_the_log),
+        TF_TEST(program_references_and_released_programs),
         TF_TEST(architecture_comes_from_the_device_or_the_options),
         TF_TEST(compile_bad_arguments),
         TF_TEST(nvrtc_failures),

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "cuda_status.h"
-#include "error.h"
-#include "log.h"
+#include "driver/cuda_status.h"
+#include "util/error.h"
+#include "util/log.h"
 
 namespace tf {
 namespace {
@@ -45,17 +45,17 @@ HostPool::Range *HostPool::find_locked(uintptr_t p) const {
     return p - r->base < extent ? r : nullptr;
 }
 
-tf_status HostPool::fail_not_ours(const char *op, const char *name, const void *ptr,
+tf_status HostPool::fail_not_ours(const char *name, const void *ptr,
                                   const char *what) const {
-    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "%s %p %s", name, ptr, what);
+    return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "%s %p %s", name, ptr, what);
 }
 
 // ---- allocation -------------------------------------------------------------------------
 
-tf_status HostPool::allocate(const DriverApi &api, const char *op, size_t bytes, void **out) {
+tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
     const size_t capacity = host_size_class(bytes);
     if (capacity == 0)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "bytes %zu is too large", bytes);
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes %zu is too large", bytes);
     {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         poll_front_locked(api);
@@ -73,14 +73,14 @@ tf_status HostPool::allocate(const DriverApi &api, const char *op, size_t bytes,
             return TF_OK;
         }
     }
-    return allocate_from_driver(api, op, bytes, capacity, out);
+    return allocate_from_driver(api, bytes, capacity, out);
 }
 
 // Outside the lock: pinning memory can take milliseconds.  Out of
 // page-locked memory, the cache is trimmed and the call made once more.
-tf_status HostPool::allocate_from_driver(const DriverApi &api, const char *op, size_t bytes,
+tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes,
                                          size_t capacity, void **out) {
-    if (!api.cuMemHostAlloc) return fail_missing(op, "cuMemHostAlloc");
+    if (!api.cuMemHostAlloc) return fail_missing("cuMemHostAlloc");
     std::unique_ptr<Range> range(new Range);
     void *p = nullptr;
     CUresult r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
@@ -93,12 +93,12 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, const char *op, s
         }
         if (!cached.empty()) {
             KeepLastError keep;  // the retry's answer is the call's
-            (void)free_to_driver(api, op, std::move(cached));
+            (void)free_to_driver(api, std::move(cached));
             r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
         }
     }
     if (r != CUDA_SUCCESS)
-        return fail_cuda(api, op, "cuMemHostAlloc", r,
+        return fail_cuda(api, "cuMemHostAlloc", r,
                          r == CUDA_ERROR_OUT_OF_MEMORY
                              ? "page-locked host memory is exhausted (the cache was trimmed)"
                              : "nothing was allocated");
@@ -121,35 +121,35 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, const char *op, s
 
 // ---- free ---------------------------------------------------------------------------------
 
-tf_status HostPool::free(const DriverApi &api, const char *op, void *ptr) {
+tf_status HostPool::free(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     std::unique_lock<std::shared_mutex> hold(mutex_);
     Range *r = find_locked(p);
     if (!r)
-        return fail_not_ours(op, "ptr", ptr,
+        return fail_not_ours("ptr", ptr,
                              "was not allocated by tf_host_alloc of this runtime (pageable "
                              "memory, another runtime's block, or a stale pointer)");
     if (r->kind == Kind::registered)
-        return fail_not_ours(op, "ptr", ptr,
+        return fail_not_ours("ptr", ptr,
                              "lies in a range registered with tf_host_register; release it "
                              "with tf_host_unregister");
     if (r->base != p)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "ptr %p is inside the tf_host_alloc block at %p, not its start", ptr,
                        as_ptr(r->base));
     if (r->phase != Phase::live)
-        return fail_not_ours(op, "ptr", ptr, "was already freed (a double free)");
+        return fail_not_ours("ptr", ptr, "was already freed (a double free)");
     r->phase = Phase::freed;
     stats_.bytes_in_use -= r->capacity;
     --stats_.blocks_in_use;
     stats_.bytes_cached += r->capacity;
     ++stats_.blocks_cached;
-    return park_used_locked(api, op, r);
+    return park_used_locked(api, r);
 }
 
 // A freed block with no recorded use is cached at once; one with uses waits
 // behind an event on each stream that used it.
-tf_status HostPool::park_used_locked(const DriverApi &api, const char *op, Range *r) {
+tf_status HostPool::park_used_locked(const DriverApi &api, Range *r) {
     Pending pending{r, {}};
     for (int word = 0; word < kMaxSlots / 64; ++word) {
         uint64_t bits = r->used[word].exchange(0, std::memory_order_relaxed);
@@ -170,7 +170,7 @@ tf_status HostPool::park_used_locked(const DriverApi &api, const char *op, Range
             }
             if (ev) events_.push_back(ev);  // unrecorded (or its old record): still usable
             // No event: wait for the stream instead.
-            tf_status st = TF_CU(api, op, cuStreamSynchronize, stream);
+            tf_status st = TF_CU(api, cuStreamSynchronize, stream);
             if (st != TF_OK) {
                 // The device's use cannot be bounded: leak the block.
                 for (CUevent e : pending.events) events_.push_back(e);
@@ -255,7 +255,7 @@ std::vector<std::unique_ptr<HostPool::Range>> HostPool::take_cached_locked() {
 
 // Blocks the driver refuses to free are leaked (logged); the first refusal
 // is the status.
-tf_status HostPool::free_to_driver(const DriverApi &api, const char *op,
+tf_status HostPool::free_to_driver(const DriverApi &api,
                                    std::vector<std::unique_ptr<Range>> ranges) {
     tf_status first = TF_OK;
     for (const auto &r : ranges) {
@@ -263,31 +263,31 @@ tf_status HostPool::free_to_driver(const DriverApi &api, const char *op,
             api.cuMemFreeHost ? api.cuMemFreeHost(as_ptr(r->base)) : CUDA_ERROR_NOT_FOUND;
         if (res == CUDA_SUCCESS) continue;
         if (first == TF_OK)
-            first = api.cuMemFreeHost ? fail_cuda(api, op, "cuMemFreeHost", res)
-                                      : fail_missing(op, "cuMemFreeHost");
-        log(TF_LOG_WARNING, "%s: leaking the page-locked block at %p (%zu bytes)", op,
-            as_ptr(r->base), r->capacity);
+            first = api.cuMemFreeHost ? fail_cuda(api, "cuMemFreeHost", res)
+                                      : fail_missing("cuMemFreeHost");
+        log(TF_LOG_WARNING, "%s: leaking the page-locked block at %p (%zu bytes)",
+            current_operation(), as_ptr(r->base), r->capacity);
     }
     return first;
 }
 
-tf_status HostPool::trim(const DriverApi &api, const char *op) {
+tf_status HostPool::trim(const DriverApi &api) {
     std::vector<std::unique_ptr<Range>> cached;
     {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         poll_all_locked(api);
         cached = take_cached_locked();
     }
-    return free_to_driver(api, op, std::move(cached));
+    return free_to_driver(api, std::move(cached));
 }
 
 // ---- registered ranges ----------------------------------------------------------------
 
-tf_status HostPool::register_range(const DriverApi &api, const char *op, void *ptr,
+tf_status HostPool::register_range(const DriverApi &api, void *ptr,
                                    size_t bytes) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     if (bytes > UINTPTR_MAX - p)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op, "ptr %p + bytes %zu wraps around", ptr,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr %p + bytes %zu wraps around", ptr,
                        bytes);
     Range *reserved = nullptr;
     {
@@ -296,7 +296,7 @@ tf_status HostPool::register_range(const DriverApi &api, const char *op, void *p
         Range *overlap = next != ranges_.end() && next->first < p + bytes ? next->second.get()
                                                                          : find_locked(p);
         if (overlap)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "[%p, +%zu) overlaps the %s at %p; a range is registered once",
                            ptr, bytes,
                            overlap->kind == Kind::block ? "tf_host_alloc block"
@@ -316,20 +316,20 @@ tf_status HostPool::register_range(const DriverApi &api, const char *op, void *p
     if (r != CUDA_SUCCESS) {
         ranges_.erase(p);
         hold.unlock();
-        if (!api.cuMemHostRegister) return fail_missing(op, "cuMemHostRegister");
+        if (!api.cuMemHostRegister) return fail_missing("cuMemHostRegister");
         if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-            return fail(TF_ERROR_INVALID_ARGUMENT, op, "cuMemHostRegister", TF_CODE_CUDA, r,
+            return fail(TF_ERROR_INVALID_ARGUMENT, "cuMemHostRegister", TF_CODE_CUDA, r,
                         "[%p, +%zu) is already page-locked (registered outside this runtime, "
                         "or by another runtime)",
                         ptr, bytes);
-        return fail_cuda(api, op, "cuMemHostRegister", r, "nothing was registered");
+        return fail_cuda(api, "cuMemHostRegister", r, "nothing was registered");
     }
     reserved->phase = Phase::live;
     stats_.bytes_registered += bytes;
     return TF_OK;
 }
 
-tf_status HostPool::unregister_range(const DriverApi &api, const char *op, void *ptr) {
+tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = nullptr;
     int used_slots[kMaxSlots];
@@ -338,18 +338,18 @@ tf_status HostPool::unregister_range(const DriverApi &api, const char *op, void 
         std::unique_lock<std::shared_mutex> hold(mutex_);
         r = find_locked(p);
         if (!r)
-            return fail_not_ours(op, "ptr", ptr, "was not registered with tf_host_register of "
+            return fail_not_ours("ptr", ptr, "was not registered with tf_host_register of "
                                                  "this runtime");
         if (r->kind == Kind::block)
-            return fail_not_ours(op, "ptr", ptr,
+            return fail_not_ours("ptr", ptr,
                                  "lies in a tf_host_alloc block; give it back with "
                                  "tf_host_free");
         if (r->base != p)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                            "ptr %p is inside the range registered at %p, not its start", ptr,
                            as_ptr(r->base));
         if (r->phase != Phase::live)
-            return fail_not_ours(op, "ptr", ptr, "is being registered or unregistered by "
+            return fail_not_ours("ptr", ptr, "is being registered or unregistered by "
                                                  "another thread");
         r->phase = Phase::changing;
         for (int word = 0; word < kMaxSlots / 64; ++word)
@@ -359,9 +359,9 @@ tf_status HostPool::unregister_range(const DriverApi &api, const char *op, void 
     }
     tf_status st = TF_OK;
     for (int i = 0; i < n_used && st == TF_OK; ++i)
-        st = TF_CU(api, op, cuStreamSynchronize,
+        st = TF_CU(api, cuStreamSynchronize,
                    streams_[used_slots[i]].load(std::memory_order_relaxed));
-    if (st == TF_OK) st = TF_CU(api, op, cuMemHostUnregister, ptr);
+    if (st == TF_OK) st = TF_CU(api, cuMemHostUnregister, ptr);
     std::unique_lock<std::shared_mutex> hold(mutex_);
     if (st != TF_OK) {
         r->phase = Phase::live;
@@ -374,12 +374,12 @@ tf_status HostPool::unregister_range(const DriverApi &api, const char *op, void 
 
 // ---- uses -------------------------------------------------------------------------------
 
-tf_status HostPool::record_use(const char *op, const void *ptr, int slot, CUstream stream) {
+tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
     std::shared_lock<std::shared_mutex> hold(mutex_);
     Range *r = find_locked(reinterpret_cast<uintptr_t>(ptr));
     if (!r || r->phase != Phase::live || (r->kind == Kind::block &&
                                           reinterpret_cast<uintptr_t>(ptr) - r->base >= r->bytes))
-        return fail_not_ours(op, "ptr", ptr,
+        return fail_not_ours("ptr", ptr,
                              "is not inside a live tf_host_alloc block or tf_host_register "
                              "range of this runtime");
     streams_[slot].store(stream, std::memory_order_relaxed);
@@ -387,19 +387,19 @@ tf_status HostPool::record_use(const char *op, const void *ptr, int slot, CUstre
     return TF_OK;
 }
 
-tf_status HostPool::begin_use(const char *op, const char *name, const void *ptr, size_t len,
+tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len,
                               int slot, CUstream stream, Use *use) {
     std::shared_lock<std::shared_mutex> hold(mutex_);
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = find_locked(p);
     if (!r || r->phase != Phase::live)
-        return fail_not_ours(op, name, ptr,
+        return fail_not_ours(name, ptr,
                              "is not inside a live tf_host_alloc block or tf_host_register "
                              "range of this runtime: asynchronous copies need page-locked "
                              "memory the runtime tracks (tf_download and tf_upload take any "
                              "host memory)");
     if (p - r->base > r->bytes || len > r->bytes - (p - r->base))
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, op,
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name,
                        ptr, len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
                        r->bytes, as_ptr(r->base));

@@ -40,7 +40,7 @@
 #include <shared_mutex>
 #include <vector>
 
-#include "driver_api.h"
+#include "driver/driver_api.h"
 #include "tenferro_gpu.h"
 
 namespace tf {
@@ -61,11 +61,11 @@ public:
     HostPool &operator=(const HostPool &) = delete;
 
     // The primary context is current in every call that takes `api`.
-    tf_status allocate(const DriverApi &api, const char *op, size_t bytes, void **out);
-    tf_status free(const DriverApi &api, const char *op, void *ptr);
-    tf_status register_range(const DriverApi &api, const char *op, void *ptr, size_t bytes);
-    tf_status unregister_range(const DriverApi &api, const char *op, void *ptr);
-    tf_status trim(const DriverApi &api, const char *op);
+    tf_status allocate(const DriverApi &api, size_t bytes, void **out);
+    tf_status free(const DriverApi &api, void *ptr);
+    tf_status register_range(const DriverApi &api, void *ptr, size_t bytes);
+    tf_status unregister_range(const DriverApi &api, void *ptr);
+    tf_status trim(const DriverApi &api);
     // Moves every pending free whose events completed to the cache.  Records
     // no error.
     void poll(const DriverApi &api);
@@ -78,7 +78,7 @@ public:
 
     // `stream` (slot `slot`) uses the live block or registered range that
     // holds `ptr`.
-    tf_status record_use(const char *op, const void *ptr, int slot, CUstream stream);
+    tf_status record_use(const void *ptr, int slot, CUstream stream);
 
     // Held by a copy from the lookup until it is queued.
     class Use {
@@ -92,7 +92,7 @@ public:
     // [ptr, ptr + len) lies in one live block or registered range: records
     // the use by `stream` (slot `slot`) and keeps the pool's reader lock in
     // `use`.  Otherwise TF_ERROR_INVALID_ARGUMENT naming `name`.
-    tf_status begin_use(const char *op, const char *name, const void *ptr, size_t len, int slot,
+    tf_status begin_use(const char *name, const void *ptr, size_t len, int slot,
                         CUstream stream, Use *use);
 
     void stats(tf_host_pool_stats *out) const;
@@ -126,12 +126,12 @@ private:
     bool pending_done(const DriverApi &api, const Pending &p) const;
     void finish_pending_locked(std::deque<Pending>::iterator it);
     std::vector<std::unique_ptr<Range>> take_cached_locked();
-    tf_status free_to_driver(const DriverApi &api, const char *op,
+    tf_status free_to_driver(const DriverApi &api,
                              std::vector<std::unique_ptr<Range>> ranges);
-    tf_status allocate_from_driver(const DriverApi &api, const char *op, size_t bytes,
+    tf_status allocate_from_driver(const DriverApi &api, size_t bytes,
                                    size_t capacity, void **out);
-    tf_status park_used_locked(const DriverApi &api, const char *op, Range *r);
-    tf_status fail_not_ours(const char *op, const char *name, const void *ptr, const char *what)
+    tf_status park_used_locked(const DriverApi &api, Range *r);
+    tf_status fail_not_ours(const char *name, const void *ptr, const char *what)
         const __attribute__((cold, noinline));
 
     mutable std::shared_mutex mutex_;

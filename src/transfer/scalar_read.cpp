@@ -3,9 +3,9 @@
 #include <cstring>
 #include <thread>
 
-#include "cuda_status.h"
-#include "log.h"
-#include "runtime_state.h"
+#include "driver/cuda_status.h"
+#include "util/log.h"
+#include "runtime/call_frame.h"
 
 namespace tf {
 
@@ -83,7 +83,7 @@ bool spin_for_flag(const ScalarMailbox &box, uint32_t seq, std::chrono::microsec
 // The path to take on `stream`: the plan's idle or busy one, as
 // cuStreamQuery says; a path this runtime cannot run falls back to
 // copy_sync.
-tf_status choose_path(const DriverApi &api, const char *op, ScalarKernel &kernel,
+tf_status choose_path(const DriverApi &api, ScalarKernel &kernel,
                       CUstream stream, const ScalarReadPlan &plan, ScalarPath *path,
                       CUfunction *fn) {
     ScalarPath p = plan.busy;
@@ -93,16 +93,16 @@ tf_status choose_path(const DriverApi &api, const char *op, ScalarKernel &kernel
         if (r == CUDA_SUCCESS)
             p = plan.idle;
         else if (r != CUDA_ERROR_NOT_READY)
-            return fail_cuda(api, op, "cuStreamQuery", r);
+            return fail_cuda(api, "cuStreamQuery", r);
     }
-    if (p == ScalarPath::kernel && !(*fn = kernel.function(api, op))) p = ScalarPath::copy_sync;
-    if (p == ScalarPath::copy_flag && !kernel.can_write_flag(api, op)) p = ScalarPath::copy_sync;
+    if (p == ScalarPath::kernel && !(*fn = kernel.function(api))) p = ScalarPath::copy_sync;
+    if (p == ScalarPath::copy_flag && !kernel.can_write_flag(api)) p = ScalarPath::copy_sync;
     *path = p;
     return TF_OK;
 }
 
 // Queues the read on `path` (not copy_sync) and waits for its flag.
-tf_status read_with_flag(const DriverApi &api, const char *op, ScalarPath path, CUfunction fn,
+tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn,
                          CUstream stream, ScalarMailbox &box, uint64_t src, size_t len,
                          std::chrono::microseconds spin) {
     uint32_t seq = box.seq + 1;
@@ -113,17 +113,17 @@ tf_status read_with_flag(const DriverApi &api, const char *op, ScalarPath path, 
         CUdeviceptr from = src, to = box.device;
         uint32_t n = static_cast<uint32_t>(len);
         void *params[] = {&from, &to, &n, &seq};
-        st = TF_CU(api, op, cuLaunchKernel, fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+        st = TF_CU(api, cuLaunchKernel, fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
     } else {
-        st = TF_CU(api, op, cuMemcpyDtoHAsync, box.host, src, len, stream);
+        st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
         if (st == TF_OK)
-            st = TF_CU(api, op, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag,
+            st = TF_CU(api, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag,
                        seq, CU_STREAM_WRITE_VALUE_DEFAULT);
     }
     if (st != TF_OK || spin_for_flag(box, seq, spin)) return st;
     // Still running after the spin: block.  This wait also reports a fault
     // that kept the flag from being written.
-    return TF_CU(api, op, cuStreamSynchronize, stream);
+    return TF_CU(api, cuStreamSynchronize, stream);
 }
 
 }  // namespace
@@ -137,16 +137,16 @@ const char *scalar_path_name(ScalarPath path) {
     return "?";
 }
 
-tf_status ensure_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box) {
+tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarMailbox &box) {
     if (box.host) return TF_OK;
     void *p = nullptr;
     // Mapped for the kernel and cuStreamWriteValue32; not write-combined:
     // the host reads it.
-    tf_status st = TF_CU(api, op, cuMemHostAlloc, &p, ScalarMailbox::kBytes,
+    tf_status st = TF_CU(api, cuMemHostAlloc, &p, ScalarMailbox::kBytes,
                          CU_MEMHOSTALLOC_DEVICEMAP);
     if (st != TF_OK) return st;
     CUdeviceptr d = 0;
-    st = TF_CU(api, op, cuMemHostGetDevicePointer, &d, p, 0);
+    st = TF_CU(api, cuMemHostGetDevicePointer, &d, p, 0);
     if (st != TF_OK) {
         if (api.cuMemFreeHost) api.cuMemFreeHost(p);  // no copy used it yet
         return st;
@@ -158,19 +158,19 @@ tf_status ensure_scalar_mailbox(const DriverApi &api, const char *op, ScalarMail
     return TF_OK;
 }
 
-void release_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box) {
+void release_scalar_mailbox(const DriverApi &api, ScalarMailbox &box) {
     if (box.host && api.cuMemFreeHost) {
         const CUresult r = api.cuMemFreeHost(box.host);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
             char code[96];
-            log(TF_LOG_WARNING, "%s: cuMemFreeHost of transfer staging failed: %s", op,
-                describe_cuda(api, r, code, sizeof code));
+            log(TF_LOG_WARNING, "%s: cuMemFreeHost of transfer staging failed: %s",
+                current_operation(), describe_cuda(api, r, code, sizeof code));
         }
     }
     box = ScalarMailbox();
 }
 
-CUfunction ScalarKernel::function(const DriverApi &api, const char *op) {
+CUfunction ScalarKernel::function(const DriverApi &api) {
     const int s = state_.load(std::memory_order_acquire);
     if (s == kLoaded) return function_;
     if (s == kFailed) return nullptr;
@@ -194,7 +194,7 @@ CUfunction ScalarKernel::function(const DriverApi &api, const char *op) {
     log(TF_LOG_WARNING,
         "%s: %s of the scalar read kernel failed: %s; this runtime reads scalars with a copy "
         "and a stream wait",
-        op, call, describe_cuda(api, r, code, sizeof code));
+        current_operation(), call, describe_cuda(api, r, code, sizeof code));
     if (module_ && api.cuModuleUnload) api.cuModuleUnload(module_);
     module_ = nullptr;
     function_ = nullptr;
@@ -202,13 +202,13 @@ CUfunction ScalarKernel::function(const DriverApi &api, const char *op) {
     return nullptr;
 }
 
-bool ScalarKernel::can_write_flag(const DriverApi &api, const char *op) {
+bool ScalarKernel::can_write_flag(const DriverApi &api) {
     if (api.cuStreamWriteValue32) return true;
     if (!warned_no_write_.exchange(true, std::memory_order_relaxed))
         log(TF_LOG_WARNING,
             "%s: the CUDA driver has no cuStreamWriteValue32 (CUDA 11.7); this runtime reads "
             "scalars on an idle stream with a copy and a stream wait",
-            op);
+            current_operation());
     return false;
 }
 
@@ -225,24 +225,23 @@ void ScalarKernel::release(const DriverApi &api) {
     state_.store(kFailed, std::memory_order_release);
 }
 
-tf_status read_scalar(RuntimeState &state, const char *op, int slot, CUstream stream,
-                      uint64_t src, void *out, size_t len, const ScalarReadPlan &plan) {
-    const DriverApi &api = state.api();
-    StreamSlot &s = state.slot(slot);
-    SlotGuard guard;
-    tf_status st = guard.acquire(s.lock, op, slot);
+tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
+                      const ScalarReadPlan &plan) {
+    const DriverApi &api = frame.api();
+    const CUstream stream = frame.stream();
+    tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
-    ScalarMailbox &box = s.resources.transfer.mailbox;
-    if ((st = ensure_scalar_mailbox(api, op, box)) != TF_OK) return st;
+    ScalarMailbox &box = frame.resources().transfer.mailbox;
+    if ((st = ensure_scalar_mailbox(api, box)) != TF_OK) return st;
     ScalarPath path = ScalarPath::copy_sync;
     CUfunction fn = nullptr;
-    st = choose_path(api, op, state.transfers().scalar_kernel, stream, plan, &path, &fn);
+    st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, &path, &fn);
     if (st != TF_OK) return st;  // nothing queued
     if (path == ScalarPath::copy_sync) {
-        st = TF_CU(api, op, cuMemcpyDtoHAsync, box.host, src, len, stream);
-        if (st == TF_OK) st = TF_CU(api, op, cuStreamSynchronize, stream);
+        st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
+        if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, stream);
     } else {
-        st = read_with_flag(api, op, path, fn, stream, box, src, len, plan.spin);
+        st = read_with_flag(api, path, fn, stream, box, src, len, plan.spin);
     }
     if (st != TF_OK) {
         // Neither a failed submission nor a failed wait proves the device

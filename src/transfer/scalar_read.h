@@ -32,12 +32,12 @@
 #include <cstdint>
 #include <mutex>
 
-#include "driver_api.h"
+#include "driver/driver_api.h"
 #include "tenferro_gpu.h"
 
 namespace tf {
 
-class RuntimeState;
+class CallFrame;
 
 enum class ScalarPath : uint8_t {
     copy_sync,  // cuMemcpyDtoHAsync + cuStreamSynchronize
@@ -72,9 +72,9 @@ struct ScalarMailbox {
 
 // Allocate the mailbox if missing (the primary context current, the slot
 // lock held).  A failure frees what the call made.
-tf_status ensure_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box);
+tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarMailbox &box);
 inline void abandon_scalar_mailbox(ScalarMailbox &box) { box = ScalarMailbox(); }
-void release_scalar_mailbox(const DriverApi &api, const char *op, ScalarMailbox &box);
+void release_scalar_mailbox(const DriverApi &api, ScalarMailbox &box);
 
 // The runtime's read kernel and what it found missing.  One per runtime
 // (TransferState).
@@ -82,9 +82,9 @@ class ScalarKernel {
 public:
     // The kernel, its module loaded by the first call; NULL if the module
     // cannot be loaded (logged once, never tried again).
-    CUfunction function(const DriverApi &api, const char *op);
+    CUfunction function(const DriverApi &api);
     // Whether cuStreamWriteValue32 can be used; logs once when it cannot.
-    bool can_write_flag(const DriverApi &api, const char *op);
+    bool can_write_flag(const DriverApi &api);
     // Teardown, with the primary context current and every stream retired.
     void release(const DriverApi &api);
 
@@ -98,11 +98,11 @@ private:
 };
 
 // Reads len (1 .. TF_SCALAR_DOWNLOAD_MAX_BYTES) bytes at src into out after
-// the work queued on `stream` (the stream of `slot`, the primary context
-// current), taking the slot lock.  On failure out is untouched and the
+// the work queued on the stream of `frame` (entered: the primary context
+// current), taking the slot lock through the frame.  On failure out is untouched and the
 // mailbox abandoned if the device may still write it.
-tf_status read_scalar(RuntimeState &state, const char *op, int slot, CUstream stream,
-                      uint64_t src, void *out, size_t len, const ScalarReadPlan &plan);
+tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
+                      const ScalarReadPlan &plan);
 
 // The kernel's PTX text (exposed for the benchmark's report).
 extern const char kScalarReadPtx[];

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "cuda_status.h"
-#include "staged_download.h"
-#include "thread_cancel.h"
-#include "transfer_options.h"
+#include "driver/cuda_status.h"
+#include "transfer/staged_download.h"
+#include "util/defer_cancellation.h"
+#include "transfer/transfer_options.h"
 
 namespace tf {
 namespace {
@@ -18,7 +18,7 @@ unsigned pieces_for(size_t n, unsigned threads, const UploadPlan &plan) {
 
 }  // namespace
 
-tf_status run_upload_plan(const DriverApi &api, const char *op, CUstream stream,
+tf_status run_upload_plan(const DriverApi &api, CUstream stream,
                           const StagingRing &ring, CopyPool *pool, unsigned threads,
                           const UploadPlan &plan, const void *src, CUdeviceptr dst, size_t len) {
     if (pool && pool->workers() == 0) pool = nullptr;
@@ -32,7 +32,7 @@ tf_status run_upload_plan(const DriverApi &api, const char *op, CUstream stream,
         const size_t n = std::min(step, len - off);
         // The device has finished reading this buffer (a never-recorded
         // event is complete).
-        tf_status st = TF_CU(api, op, cuEventSynchronize, ring.landed[b]);
+        tf_status st = TF_CU(api, cuEventSynchronize, ring.landed[b]);
         if (st != TF_OK) return st;
         CopyJob job(ring.buffer[b], from + off, n, pieces_for(n, threads, plan), false);
         if (pool) {
@@ -41,29 +41,27 @@ tf_status run_upload_plan(const DriverApi &api, const char *op, CUstream stream,
         } else {
             job.run_all();
         }
-        st = TF_CU(api, op, cuMemcpyHtoDAsync, dst + off, ring.buffer[b], n, stream);
-        if (st == TF_OK) st = TF_CU(api, op, cuEventRecord, ring.landed[b], stream);
+        st = TF_CU(api, cuMemcpyHtoDAsync, dst + off, ring.buffer[b], n, stream);
+        if (st == TF_OK) st = TF_CU(api, cuEventRecord, ring.landed[b], stream);
         if (st != TF_OK) return st;
     }
     return TF_OK;
 }
 
-tf_status upload_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
-                        const void *src, uint64_t dst, size_t len) {
+tf_status upload_staged(CallFrame &frame, const void *src, uint64_t dst, size_t len) {
     // Each step's copy job lives in this frame while the copy threads may
     // hold it: cancellation waits until the upload returns.
     DeferCancellation no_cancel;
+    RuntimeState &state = frame.state();
     const unsigned threads = download_threads(state.options());
-    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads, op) : nullptr;
-    StreamSlot &s = state.slot(slot);
-    SlotGuard guard;
-    tf_status st = guard.acquire(s.lock, op, slot);
+    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads) : nullptr;
+    tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
-    TransferSlot &staging = s.resources.transfer;
-    st = ensure_staging_ring(state.api(), op, download_chunk_bytes(state.options()),
+    TransferSlot &staging = frame.resources().transfer;
+    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()),
                              kStagingDepth, staging);
     if (st != TF_OK) return st;
-    st = run_upload_plan(state.api(), op, stream, staging.ring, pool, threads, UploadPlan(), src,
+    st = run_upload_plan(state.api(), frame.stream(), staging.ring, pool, threads, UploadPlan(), src,
                          static_cast<CUdeviceptr>(dst), len);
     // The device may still read a buffer whose copy or wait failed.
     if (st != TF_OK) abandon_staging_ring(staging);

@@ -19,10 +19,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "copy_pool.h"
-#include "download_plan.h"
-#include "runtime_state.h"
-#include "transfer_slot.h"
+#include "transfer/copy_pool.h"
+#include "transfer/download_plan.h"
+#include "runtime/call_frame.h"
+#include "transfer/transfer_slot.h"
 
 namespace tf {
 
@@ -38,18 +38,18 @@ struct UploadPlan {
     unsigned pieces_per_thread = kPiecesPerThread;
 };
 
-// Copies pageable [src, src + len) to device memory dst on `stream` (the
-// stream of `slot`, the primary context current), taking the slot lock.
+// Copies pageable [src, src + len) to device memory dst on the stream of
+// `frame` (entered: the primary context current), taking the slot lock
+// through the frame.
 // On TF_OK the copies are queued and src is free.  On failure the ring is
 // abandoned (leaked), dst holds nothing known, and no host thread reads src
 // once this returns.  Thread cancellation is deferred until it returns.
-tf_status upload_staged(RuntimeState &state, const char *op, int slot, CUstream stream,
-                        const void *src, uint64_t dst, size_t len);
+tf_status upload_staged(CallFrame &frame, const void *src, uint64_t dst, size_t len);
 
 // The pipeline under upload_staged for a plan of the caller's choosing
 // (bench/tune_download), as run_download_plan.  The caller abandons the
 // ring if this fails.
-tf_status run_upload_plan(const DriverApi &api, const char *op, CUstream stream,
+tf_status run_upload_plan(const DriverApi &api, CUstream stream,
                           const StagingRing &ring, CopyPool *pool, unsigned threads,
                           const UploadPlan &plan, const void *src, CUdeviceptr dst, size_t len);
 

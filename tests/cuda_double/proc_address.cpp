@@ -1,5 +1,5 @@
 // cuGetProcAddress: the only way the library reaches the double's driver
-// entry points.  The table is generated from src/driver_entries.inc; each
+// entry points.  The table is generated from src/driver/driver_entries.inc; each
 // entry is converted to its PFN_<name>_v<version> type first, so an entry
 // whose implementation has another prototype does not compile.
 //
@@ -35,7 +35,7 @@ struct ProcEntry {
     {#name, version,                                     \
      reinterpret_cast<AnyFn>(static_cast<PFN_##name##_v##version>(&entry::d_##name))},
 static const ProcEntry kEntries[] = {
-#include "driver_entries.inc"
+#include "driver/driver_entries.inc"
 #include "extra_entries.inc"
 };
 #undef TF_DRIVER_ENTRY

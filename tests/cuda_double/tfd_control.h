@@ -1,7 +1,7 @@
 /* Control interface of the CUDA driver double (tests only).
  *
  * The double is a shared library named libcuda.so.1 that implements, in host
- * memory, every driver entry point tenferro-gpu resolves (src/driver_entries.inc).
+ * memory, every driver entry point tenferro-gpu resolves (src/driver/driver_entries.inc).
  * Tests put its folder first on LD_LIBRARY_PATH; the library under test then
  * loads it exactly as it loads the real driver.  Companion doubles
  * libcublas.so.13 / libcublas.so.12, libnvrtc.so.13 and libnccl.so.2 share

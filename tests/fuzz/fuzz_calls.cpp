@@ -28,7 +28,7 @@ struct Input {
 
 const char *const kEntries[] = {
 #define TF_DRIVER_ENTRY(name, version) #name,
-#include "../../src/driver_entries.inc"
+#include "../../src/driver/driver_entries.inc"
 #undef TF_DRIVER_ENTRY
     "*",
 };

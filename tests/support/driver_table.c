@@ -34,7 +34,7 @@ static void load(void)
     memcpy(&g_get_proc, &sym, sizeof sym);
     int ok = 1;
 #define TF_DRIVER_ENTRY(name, version) ok &= resolve(#name, version, &g_table.name);
-#include "../../src/driver_entries.inc"
+#include "../../src/driver/driver_entries.inc"
 #include "../cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
     if (ok)

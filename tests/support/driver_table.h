@@ -1,6 +1,6 @@
 /* The driver's entry points, called directly, for the double's self-tests
  * (tests/test_double*.c): every entry of the library's list
- * (src/driver_entries.inc) and the double's extra ones
+ * (src/driver/driver_entries.inc) and the double's extra ones
  * (tests/cuda_double/extra_entries.inc), each with its exact prototype,
  * resolved through cuGetProcAddress_v2 of whichever libcuda.so.1 the
  * process loaded, at the listed versions.  No part of libtenferro_gpu is
@@ -13,7 +13,7 @@
 
 struct driver_table {
 #define TF_DRIVER_ENTRY(name, version) PFN_##name##_v##version name;
-#include "../../src/driver_entries.inc"
+#include "../../src/driver/driver_entries.inc"
 #include "../cuda_double/extra_entries.inc"
 #undef TF_DRIVER_ENTRY
 };

@@ -20,7 +20,7 @@ and scores each joint plan cell by cell against the goals: touched pageable
 Prints the table of the pick against the driver and the library as compiled,
 the runners-up, what each setting is worth on its own, the CPU-only fault
 rows, and the exact source lines to change.  --apply rewrites those lines
-(include/tenferro_gpu.h, src/download_plan.h, the defaults table of
+(include/tenferro_gpu.h, src/transfer/download_plan.h, the defaults table of
 docs/transfers.md); nothing else is touched.
 """
 import argparse

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 CU_EVENT_DISABLE_TIMING = 2
 CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1
 
-# name -> (CUDA version of the ABI, prototype), as src/driver_entries.inc.
+# name -> (CUDA version of the ABI, prototype), as src/driver/driver_entries.inc.
 _ENTRIES = {
     "cuGetErrorName": (6000, CFUNCTYPE(c_int, c_int, POINTER(c_char_p))),
     "cuEventCreate": (2000, CFUNCTYPE(c_int, POINTER(c_void_p), c_uint)),

@@ -389,6 +389,8 @@ declare_functions! {
     ) -> tf_status;
     fn tf_program_log(program: *const tf_program, out_log: *mut *const c_char) -> tf_status;
     fn tf_program_release(program: *mut tf_program);
+    [1.1] fn tf_program_retain(program: *mut tf_program) -> tf_status;
+    [1.1] fn tf_program_release_checked(program: *mut tf_program) -> tf_status;
 
     // Device memory and transfers
     fn tf_alloc(rt: *mut tf_runtime, bytes: usize, out_ptr: *mut u64) -> tf_status;

@@ -1,0 +1,58 @@
+#include "driver/cublas_library.h"
+
+#include "driver/vendor_library.h"
+#include "util/error.h"
+
+namespace tf {
+namespace {
+
+LoadedVendor<CublasApi> open_cublas() {
+    static const char *const kSonames[] = {"libcublas.so.13", "libcublas.so.12", nullptr};
+    LoadedVendor<CublasApi> r{};
+    r.lib = open_vendor_library({"cuBLAS", kCublasPathEnv, kSonames});
+    if (r.lib.status != TF_OK) return r;
+    void *h = r.lib.handle;
+    r.api.handle = h;
+    resolve_symbol(h, "cublasGetStatusName", &r.api.status_name);
+    resolve_symbol(h, "cublasGetStatusString", &r.api.status_string);
+#define TF_CUBLAS_REQUIRE(member, name) \
+    if (!resolve_symbol(h, name, &r.api.member)) refuse_missing_symbol(&r.lib, "cuBLAS", name)
+    TF_CUBLAS_REQUIRE(create, "cublasCreate_v2");
+    TF_CUBLAS_REQUIRE(destroy, "cublasDestroy_v2");
+    TF_CUBLAS_REQUIRE(set_stream, "cublasSetStream_v2");
+    TF_CUBLAS_REQUIRE(set_workspace, "cublasSetWorkspace_v2");
+    TF_CUBLAS_REQUIRE(set_pointer_mode, "cublasSetPointerMode_v2");
+    TF_CUBLAS_REQUIRE(get_property, "cublasGetProperty");
+#undef TF_CUBLAS_REQUIRE
+    return r;
+}
+
+// Written once under cuBLAS's LoadOnce; trivially destructible.
+LoadedVendor<CublasApi> g_loaded;
+
+const LoadedVendor<CublasApi> *loaded() {
+    return load_vendor(Loaded::cublas, &g_loaded, open_cublas);
+}
+
+}  // namespace
+
+const CublasApi *load_cublas() { return require_vendor(loaded(), "cuBLAS"); }
+
+bool cublas_loadable() { return vendor_loadable(loaded()); }
+
+const char *cublas_status_name(const CublasApi &api, int32_t status) {
+    const char *name = api.status_name ? api.status_name(static_cast<cublasStatus_t>(status))
+                                       : nullptr;
+    return name ? name : "cuBLAS status";
+}
+
+tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
+    const char *text = api.status_string
+                           ? api.status_string(static_cast<cublasStatus_t>(status))
+                           : nullptr;
+    return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status, "cuBLAS %s failed: %s (%d): %s",
+                call, cublas_status_name(api, status), static_cast<int>(status),
+                text ? text : "no description");
+}
+
+}  // namespace tf

@@ -1,0 +1,45 @@
+// cuBLAS, loaded at first use: the function table and its failure messages.
+//
+// libcublas.so.13 is tried first, then libcublas.so.12 (or the absolute path
+// in TENFERRO_GPU_CUBLAS).  The result, success or failure, is kept for the
+// life of the process.
+#pragma once
+
+#include <cublas_api.h>
+
+#include "tenferro_gpu.h"
+
+namespace tf {
+
+struct CublasApi {
+    // Required: loading fails with TF_ERROR_NOT_SUPPORTED without them.
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSetWorkspace_v2) set_workspace;
+    decltype(&cublasSetPointerMode_v2) set_pointer_mode;
+    decltype(&cublasGetProperty) get_property;
+    // Optional (messages fall back to the bare number without them).
+    decltype(&cublasGetStatusName) status_name;
+    decltype(&cublasGetStatusString) status_string;
+    void *handle;  // the dlopen handle, for tf_cublas_symbol
+};
+
+constexpr const char kCublasPathEnv[] = "TENFERRO_GPU_CUBLAS";
+
+// The loaded table, or NULL after recording TF_ERROR_LIBRARY_NOT_FOUND or
+// TF_ERROR_NOT_SUPPORTED.
+const CublasApi *load_cublas();
+
+// Whether load_cublas would succeed; records nothing.
+bool cublas_loadable();
+
+// "CUBLAS_STATUS_X", or "cuBLAS status" when this cuBLAS cannot name it.
+const char *cublas_status_name(const CublasApi &api, int32_t status);
+
+// Records "<operation>: cuBLAS <call> failed: CUBLAS_STATUS_X (n): text" as
+// TF_ERROR_PROVIDER with code domain TF_CODE_CUBLAS.
+tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status)
+    __attribute__((cold, noinline));
+
+}  // namespace tf

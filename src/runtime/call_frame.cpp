@@ -1,0 +1,15 @@
+#include "runtime/call_frame.h"
+
+#include "transfer/device_range.h"
+
+namespace tf {
+
+tf_status check_host_transfer(const CallFrame &frame, const char *device_name, uint64_t device,
+                              const char *host_name, const void *host, size_t len,
+                              HostMemory *host_kind) {
+    tf_status st = check_device_range(frame.state(), device_name, device, len);
+    if (st == TF_OK) st = classify_host_memory(frame.api(), host_name, host, host_kind);
+    return st;
+}
+
+}  // namespace tf

@@ -1,0 +1,105 @@
+// Teardown of a runtime when its last handle is released.
+//
+// Order: synchronize every created stream; only if all of them retired,
+// release what hangs off the slots and destroy the streams, otherwise leak
+// them on purpose (the device may still use them); release the primary
+// context; put the caller's context back.  After a sticky fault, in a forked
+// child, or once the driver is deinitialized, the device is not touched and
+// the resources are leaked without a warning.  Page-locked host memory
+// (transfer/host_pool.h) follows the streams: freed with them, or leaked with them.
+#include <cstdio>
+
+#include "driver/context_scope.h"
+#include "driver/cuda_status.h"
+#include "runtime/runtime_state.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace tf {
+namespace {
+
+constexpr char kOp[] = "tf_runtime_release";
+
+bool quiet_failure(CUresult r) { return r == CUDA_ERROR_DEINITIALIZED; }
+
+}  // namespace
+
+RuntimeState::~RuntimeState() {
+    // Teardown only formats into fixed buffers; the guard is belt and braces
+    // for a destructor that must not throw.
+    try {
+        teardown();
+    } catch (...) {
+        log(TF_LOG_ERROR, "%s: unexpected exception during teardown", kOp);
+    }
+}
+
+void RuntimeState::teardown() {
+    KeepLastError keep;  // teardown never changes the caller's last error
+    // Whatever call dropped the last handle, what teardown reports and logs
+    // names tf_runtime_release.
+    OperationScope operation(kOp);
+    if (forked()) {
+        // A forked child: the context and streams belong to the parent.
+        primary_.abandon();
+        return;
+    }
+    bool any_stream = false;
+    for (int i = 0; i < slot_count(); ++i) any_stream |= existing_stream(i) != nullptr;
+    ContextScope scope;
+    scope.quiet_when_deinitialized();
+    // Page-locked blocks need the context even when no stream was made.
+    if ((any_stream || !host_pool_.empty()) && !faulted()) {
+        // Pending releases run below: caller code.
+        if (scope.enter_for_caller_code(*api_, context()) != TF_OK) {
+            if (!quiet_failure(static_cast<CUresult>(current_error().code)))
+                log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
+                    current_error().message);
+        } else if (!any_stream || synchronize_all_streams()) {
+            release_stream_resources();
+        }
+    }
+    primary_.release();
+    scope.leave();
+}
+
+bool RuntimeState::synchronize_all_streams() {
+    bool retired = true;
+    for (int i = 0; i < slot_count(); ++i) {
+        CUstream s = existing_stream(i);
+        if (!s) continue;
+        CUresult r = api_->cuStreamSynchronize ? api_->cuStreamSynchronize(s) : CUDA_ERROR_NOT_FOUND;
+        if (r == CUDA_SUCCESS) continue;
+        retired = false;
+        if (quiet_failure(r) || faulted()) continue;
+        char what[96];
+        log(TF_LOG_WARNING,
+            "%s: cuStreamSynchronize of slot %d failed: %s; leaking every stream of the runtime "
+            "and the cuBLAS handles, workspaces and staging buffers on them, which the device "
+            "may still use",
+            kOp, i, describe_cuda(*api_, r, what, sizeof what));
+    }
+    return retired;
+}
+
+void RuntimeState::release_stream_resources() {
+    // Every stream retired: each pending retirement is complete, and its
+    // release may still need what the slots hold.
+    retirements_.release_all(*api_);
+    host_pool_.release_all(*api_);
+    transfers_.scalar_kernel.release(*api_);
+    for (int i = 0; i < slot_count(); ++i) {
+        StreamSlot &slot = slots_[i];
+        release_slot_resources(*api_, slot.resources);
+        CUstream s = existing_stream(i);
+        if (!s) continue;
+        CUresult r = api_->cuStreamDestroy ? api_->cuStreamDestroy(s) : CUDA_ERROR_NOT_FOUND;
+        if (r != CUDA_SUCCESS && !quiet_failure(r)) {
+            char what[96];
+            log(TF_LOG_WARNING, "%s: cuStreamDestroy of slot %d failed: %s", kOp, i,
+                describe_cuda(*api_, r, what, sizeof what));
+        }
+    }
+}
+
+}  // namespace tf

@@ -1,0 +1,5 @@
+#include "util/thread_sequence.h"
+
+namespace tf {
+std::atomic<uint32_t> g_next_thread{0};
+}  // namespace tf
