@@ -5,6 +5,7 @@ package tenferro_test
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
 )
@@ -17,7 +18,11 @@ const childRoleEnv = "TENFERRO_GO_TEST_CHILD"
 // report "no GPU" rather than fail.  It prints one "key: value" line per
 // fact for the test that started it, and exits 0.
 func runChild(role string) int {
-	if role != "probe" {
+	switch role {
+	case "probe":
+	case "old":
+		return runOldLibraryChild()
+	default:
 		fmt.Println("unknown child role", role)
 		return 2
 	}
@@ -32,5 +37,41 @@ func runChild(role string) int {
 	fmt.Printf("status: %v\n", errors.Is(err, tenferro.StatusLibraryNotFound))
 	fmt.Printf("gpu available: %v\n", tenferro.GPUAvailable())
 	fmt.Printf("version: %d\n", tenferro.Version())
+	return 0
+}
+
+// runOldLibraryChild runs against a library that lacks the 1.1 functions
+// (oldlib_test.go builds one): the runtime works, and each 1.1 call
+// prints "name: <ErrLibraryTooOld> <status> <op>|<message>".
+func runOldLibraryChild() int {
+	fmt.Printf("version: %d\n", tenferro.Version())
+	rt, err := tenferro.NewRuntime(0)
+	fmt.Printf("runtime error: %v\n", err)
+	if err != nil {
+		return 0
+	}
+	report := func(name string, err error) {
+		var e *tenferro.Error
+		if !errors.As(err, &e) {
+			fmt.Printf("%s: not a *tenferro.Error: %v\n", name, err)
+			return
+		}
+		fmt.Printf("%s: %v %v %s|%s\n", name, errors.Is(err, tenferro.ErrLibraryTooOld), e.Status == tenferro.StatusNotSupported, e.Op, e.Message)
+	}
+	_, err = rt.HostAlloc(64)
+	report("HostAlloc", err)
+	mem, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err == nil {
+		_, err = rt.HostRegister(mem)
+	}
+	report("HostRegister", err)
+	_, err = rt.HostStats()
+	report("HostStats", err)
+	report("HostTrim", rt.HostTrim())
+	_, err = tenferro.DownloadAsync(rt, mem, 0)
+	report("DownloadAsync", err)
+	_, err = tenferro.UploadAsync(rt, 0, mem)
+	report("UploadAsync", err)
+	fmt.Printf("close: %v\n", rt.Close())
 	return 0
 }

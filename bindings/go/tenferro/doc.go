@@ -3,9 +3,11 @@
 // and what hangs off them: a cuBLAS handle per slot (CublasEnqueue, with
 // Sgemm and Dgemm helpers that call the library's own cuBLAS), work of any
 // library on a slot's stream (StreamEnqueue), device memory and transfers
-// of Go slices (Buffer, Upload, Download, DownloadScalar), events and
-// SlotWait for ordering slots, deferred release of workspaces (Retire), and
-// modules, kernels and NVRTC (LoadModule, Launch, Compile).
+// of Go slices (Buffer, Upload, Download, DownloadScalar), page-locked host
+// memory and asynchronous copies (HostAlloc, HostRegister, DownloadAsync,
+// UploadAsync), events and SlotWait for ordering slots, deferred release of
+// workspaces (Retire), and modules, kernels and NVRTC (LoadModule, Launch,
+// Compile).
 //
 // The module is github.com/tensor4all/tenferro-gpu/bindings/go (Go 1.19 or
 // newer; no dependencies); this package is its /tenferro.  It is licensed
@@ -76,8 +78,11 @@
 //     LD_LIBRARY_PATH, the ld.so cache, the system folders.
 //
 // LibraryPath says which file was loaded, or why none was.  A library of
-// another major version, or older than the header the package was built
-// with (a function missing), is refused with ErrNotAvailable.  The CUDA
+// another major version, or one lacking a function of 1.0, is refused with
+// ErrNotAvailable.  An older 1.x library than the header the package was
+// built with is used: the calls that need a function it lacks (those new
+// in 1.1: HostAlloc, HostRegister, HostStats, HostTrim, DownloadAsync,
+// UploadAsync) return StatusNotSupported and ErrLibraryTooOld.  The CUDA
 // driver, cuBLAS and NVRTC are loaded by the library, never linked.
 //
 // Building needs a C compiler and the header tenferro_gpu.h: the package

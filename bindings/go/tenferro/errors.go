@@ -17,7 +17,7 @@ type Error struct {
 	Message string     // the library's full message, starting with Op
 	Log     string     // NVRTC's whole log, for StatusCompile from Compile; else ""
 
-	cause error // what a Go callback returned, or ErrNotAvailable, for errors.Unwrap
+	cause error // what a Go callback returned, ErrNotAvailable or ErrLibraryTooOld, for errors.Unwrap
 }
 
 // Error returns the library's message, followed by the callback's error
@@ -31,7 +31,8 @@ func (e *Error) Error() string {
 
 // Unwrap returns the error a Go callback returned (WithContext,
 // StreamEnqueue, CublasEnqueue: a CublasStatus for a failed cuBLAS call),
-// ErrNotAvailable when the library could not be used at all, or nil.
+// ErrNotAvailable when the library could not be used at all,
+// ErrLibraryTooOld when it lacks the function called, or nil.
 func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is a Status equal to e.Status, so that

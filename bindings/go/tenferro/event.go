@@ -1,6 +1,7 @@
 package tenferro
 
 import (
+	"context"
 	"runtime"
 	"unsafe"
 )
@@ -102,3 +103,11 @@ func (e *Event) Done() (done bool, err error) {
 	})
 	return done, err
 }
+
+// Wait is Synchronize, named for what an asynchronous copy's Event is
+// waited for (DownloadAsync, UploadAsync): it blocks until the copy is done.
+func (e *Event) Wait() error { return e.Synchronize() }
+
+// WaitContext is SynchronizeContext: Wait that stops waiting when ctx is
+// done, returning a *PendingWorkError (the copy goes on).
+func (e *Event) WaitContext(ctx context.Context) error { return e.SynchronizeContext(ctx) }

@@ -63,7 +63,7 @@ func takeError(info *C.tf_error_info) error {
 		return nil
 	}
 	defer C.tfgo_error_free(info)
-	return &Error{
+	e := &Error{
 		Status:  Status(info.status),
 		Domain:  CodeDomain(info.code_domain),
 		Code:    int32(info.code),
@@ -71,6 +71,12 @@ func takeError(info *C.tf_error_info) error {
 		Call:    C.GoString(&info.call[0]),
 		Message: C.GoString(&info.message[0]),
 	}
+	// The shim's record of an optional function the library lacks (the
+	// library itself never names dlsym as the failing call).
+	if e.Status == StatusNotSupported && e.Call == "dlsym" {
+		e.cause = ErrLibraryTooOld
+	}
+	return e
 }
 
 func statusText(s Status) (string, bool) {

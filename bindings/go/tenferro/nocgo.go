@@ -119,3 +119,18 @@ func programCompile(unsafe.Pointer, string, *compileValues) (unsafe.Pointer, err
 func gemmCall(*gemmOperands, bool, unsafe.Pointer, unsafe.Pointer) int32 {
 	return int32(CublasStatusNotInitialized)
 }
+func hostAlloc(unsafe.Pointer, uintptr) (unsafe.Pointer, error) { return nil, load("tf_host_alloc") }
+func hostFree(unsafe.Pointer, unsafe.Pointer) error             { return load("tf_host_free") }
+func hostRecordUse(unsafe.Pointer, unsafe.Pointer) error        { return load("tf_host_record_use") }
+func hostRegister(unsafe.Pointer, unsafe.Pointer, uintptr) error {
+	return load("tf_host_register")
+}
+func hostUnregister(unsafe.Pointer, unsafe.Pointer) error { return load("tf_host_unregister") }
+func hostStats(unsafe.Pointer) (HostPoolStats, error)     { return HostPoolStats{}, load("tf_host_stats") }
+func hostTrim(unsafe.Pointer) error                       { return load("tf_host_trim") }
+func downloadAsync(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) error {
+	return load("tf_download_async")
+}
+func uploadAsync(unsafe.Pointer, unsafe.Pointer, DevicePtr, uintptr) error {
+	return load("tf_upload_async")
+}

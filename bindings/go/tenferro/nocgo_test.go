@@ -55,13 +55,22 @@ func TestWithoutCgoZeroValuesAreInvalidHandles(t *testing.T) {
 	var r *tenferro.Runtime
 	var s tenferro.Stream
 	for name, err := range map[string]error{
-		"Runtime.Sync":       r.Sync(),
-		"Stream.SyncContext": s.SyncContext(context.Background()),
-		"Upload":             tenferro.Upload(&s, 0, []float32{1}),
-		"Event.Close":        (&tenferro.Event{}).Close(),
+		"Runtime.Sync":         r.Sync(),
+		"Stream.SyncContext":   s.SyncContext(context.Background()),
+		"Upload":               tenferro.Upload(&s, 0, []float32{1}),
+		"Event.Close":          (&tenferro.Event{}).Close(),
+		"HostAlloc":            second(s.HostAlloc(64)),
+		"HostRegister":         second(r.HostRegister(make([]byte, 64))),
+		"HostStats":            second(r.HostStats()),
+		"HostTrim":             r.HostTrim(),
+		"DownloadAsync":        second(tenferro.DownloadAsync(&s, []byte{0}, 0)),
+		"UploadAsync":          second(tenferro.UploadAsync(&s, 0, []byte{0})),
+		"HostBuffer.RecordUse": (&tenferro.HostBuffer{}).RecordUse(&s),
 	} {
 		if !errors.Is(err, tenferro.StatusInvalidHandle) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
+
+func second[T any](_ T, err error) error { return err }

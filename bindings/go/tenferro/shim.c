@@ -27,11 +27,13 @@
  * tfgo_load() before any wrapper runs (Go's sync.Once orders the two). */
 #define TFGO_MEMBER_F(fn, params, args) __typeof__(&fn) fn;
 #define TFGO_MEMBER_R(type, fn, params, args) __typeof__(&fn) fn;
+#define TFGO_MEMBER_O(since, fn, params, args) __typeof__(&fn) fn; /* NULL: missing */
 static struct tfgo_table {
-    TFGO_FUNCTIONS(TFGO_MEMBER_F, TFGO_MEMBER_R, TFGO_MEMBER_F)
+    TFGO_FUNCTIONS(TFGO_MEMBER_F, TFGO_MEMBER_R, TFGO_MEMBER_F, TFGO_MEMBER_O, TFGO_MEMBER_O)
 } tfgo_api;
 #undef TFGO_MEMBER_F
 #undef TFGO_MEMBER_R
+#undef TFGO_MEMBER_O
 #define TFGO_FN(fn) tfgo_api.fn
 #endif
 
@@ -94,12 +96,15 @@ int tfgo_load(char *why, size_t cap) {
         missing == NULL)                                   \
         missing = #fn;
 #define TFGO_RESOLVE_R(type, fn, params, args) TFGO_RESOLVE_F(fn, params, args)
-    TFGO_FUNCTIONS(TFGO_RESOLVE_F, TFGO_RESOLVE_R, TFGO_RESOLVE_F)
+    /* An optional function may be absent: its wrapper reports it. */
+#define TFGO_RESOLVE_O(since, fn, params, args) *(void **)&table.fn = dlsym(lib, #fn);
+    TFGO_FUNCTIONS(TFGO_RESOLVE_F, TFGO_RESOLVE_R, TFGO_RESOLVE_F, TFGO_RESOLVE_O, TFGO_RESOLVE_O)
 #undef TFGO_RESOLVE_F
 #undef TFGO_RESOLVE_R
+#undef TFGO_RESOLVE_O
     if (missing != NULL) {
-        snprintf(why, cap, "%s lacks %s: it is older than the header this program was built with (%s)",
-                 file, missing, TF_VERSION_STRING);
+        snprintf(why, cap, "%s lacks %s: it is not a complete tenferro-gpu %d.x library",
+                 file, missing, TF_VERSION_MAJOR);
         dlclose(lib);
         return -1;
     }
@@ -134,6 +139,21 @@ static tf_error_info *tfgo_capture(tf_status status) {
         snprintf(info->message, sizeof info->message,
                  "%s (the library recorded no matching error)", TFGO_FN(tf_status_string)(status));
     }
+    return info;
+}
+
+/* The record of a call of optional function `fn`, added in version
+ * `since`, that the loaded library lacks.  Never NULL. */
+static tf_error_info *tfgo_missing(const char *fn, const char *since) {
+    tf_error_info *info = malloc(sizeof *info);
+    if (info == NULL) return &tfgo_oom_record;
+    TFGO_FN(tf_error_info_init)(info, sizeof *info);
+    info->status = TF_ERROR_NOT_SUPPORTED;
+    snprintf(info->operation, sizeof info->operation, "%s", fn);
+    snprintf(info->call, sizeof info->call, "dlsym");
+    snprintf(info->message, sizeof info->message,
+             "%s: the loaded libtenferro_gpu (%s, %s) is too old: %s is new in %s", fn,
+             TFGO_FN(tf_version_string)(), tfgo_path, fn, since);
     return info;
 }
 
@@ -180,10 +200,30 @@ int tfgo_in_log_callback(void) { return tfgo_in_log; }
     type go_##fn params { return TFGO_FN(fn) args; }
 #define TFGO_DEFINE_V(fn, params, args) \
     void go_##fn params { TFGO_FN(fn) args; }
-TFGO_FUNCTIONS(TFGO_DEFINE_F, TFGO_DEFINE_R, TFGO_DEFINE_V)
+#ifdef TFGO_LINKED
+/* Linked: the dynamic loader found every function at start-up. */
+#define TFGO_PRESENT(fn) 1
+#else
+#define TFGO_PRESENT(fn) (tfgo_api.fn != NULL)
+#endif
+#define TFGO_DEFINE_OF(since, fn, params, args)                 \
+    tf_error_info *go_##fn params {                             \
+        if (!TFGO_PRESENT(fn)) return tfgo_missing(#fn, since); \
+        tf_status status = TFGO_FN(fn) args;                    \
+        return status == TF_OK ? NULL : tfgo_capture(status);   \
+    }
+#define TFGO_DEFINE_OV(since, fn, params, args)                 \
+    tf_error_info *go_##fn params {                             \
+        if (!TFGO_PRESENT(fn)) return tfgo_missing(#fn, since); \
+        TFGO_FN(fn) args;                                       \
+        return NULL;                                            \
+    }
+TFGO_FUNCTIONS(TFGO_DEFINE_F, TFGO_DEFINE_R, TFGO_DEFINE_V, TFGO_DEFINE_OF, TFGO_DEFINE_OV)
 #undef TFGO_DEFINE_F
 #undef TFGO_DEFINE_R
 #undef TFGO_DEFINE_V
+#undef TFGO_DEFINE_OF
+#undef TFGO_DEFINE_OV
 
 /* cuBLAS's GEMM prototypes with its enums and handle spelled as what they
  * are in its ABI (int, pointer): cublasSgemm_v2(handle, transa, transb, m,

@@ -25,6 +25,15 @@
  *     F(tf_name, (parameters), (arguments))        fallible: returns tf_status
  *     R(type, tf_name, (parameters), (arguments))  never fails, returns type
  *     V(tf_name, (parameters), (arguments))        never fails, returns nothing
+ * and, for a function newer than 1.0 (the library may lack it):
+ *     OF(since, tf_name, (parameters), (arguments))  fallible
+ *     OV(since, tf_name, (parameters), (arguments))  returns nothing
+ * An optional ("O") function missing from the loaded library is left NULL
+ * instead of refusing the library, so a program built with a newer header
+ * runs on an older 1.x library; its wrapper then returns a record with
+ * TF_ERROR_NOT_SUPPORTED, call "dlsym" and a message naming the function
+ * and the version that added it (OV wrappers return that record too: NULL
+ * when the function ran).
  * The table's member types come from the header itself (__typeof__), and
  * shim.c turns every argument mismatch into a compile error, so the list
  * cannot drift from the header; a Go call of a function missing from the
@@ -42,7 +51,7 @@
 
 #include <tenferro_gpu.h>
 
-#define TFGO_FUNCTIONS(F, R, V)                                                   \
+#define TFGO_FUNCTIONS(F, R, V, OF, OV)                                                 \
     /* version, errors, versioned structs */                                      \
     R(uint32_t, tf_version, (void), ())                                           \
     R(const char *, tf_version_string, (void), ())                                \
@@ -150,22 +159,42 @@
     F(tf_download_scalar, (tf_runtime *rt, uint64_t src, void *out, size_t len),  \
       (rt, src, out, len))                                                        \
     F(tf_download, (tf_runtime *rt, uint64_t src, void *dst, size_t len),         \
-      (rt, src, dst, len))
+      (rt, src, dst, len))                                                        \
+    /* 1.1: page-locked host memory and asynchronous copies */                    \
+    OF("1.1", tf_host_alloc, (tf_runtime *rt, size_t bytes, void **out_ptr),      \
+       (rt, bytes, out_ptr))                                                      \
+    OF("1.1", tf_host_free, (tf_runtime *rt, void *ptr), (rt, ptr))               \
+    OF("1.1", tf_host_record_use, (tf_runtime *rt, void *ptr), (rt, ptr))         \
+    OF("1.1", tf_host_register, (tf_runtime *rt, void *ptr, size_t bytes),        \
+       (rt, ptr, bytes))                                                          \
+    OF("1.1", tf_host_unregister, (tf_runtime *rt, void *ptr), (rt, ptr))         \
+    OV("1.1", tf_host_pool_stats_init, (tf_host_pool_stats *s, size_t size),      \
+       (s, size))                                                                 \
+    OF("1.1", tf_host_stats, (const tf_runtime *rt, tf_host_pool_stats *out),     \
+       (rt, out))                                                                 \
+    OF("1.1", tf_host_trim, (tf_runtime *rt), (rt))                               \
+    OF("1.1", tf_download_async, (tf_runtime *rt, uint64_t src, void *dst, size_t len), \
+       (rt, src, dst, len))                                                       \
+    OF("1.1", tf_upload_async, (tf_runtime *rt, const void *src, uint64_t dst, size_t len), \
+       (rt, src, dst, len))
 
 #define TFGO_DECLARE_F(fn, params, args) tf_error_info *go_##fn params;
 #define TFGO_DECLARE_R(type, fn, params, args) type go_##fn params;
 #define TFGO_DECLARE_V(fn, params, args) void go_##fn params;
-TFGO_FUNCTIONS(TFGO_DECLARE_F, TFGO_DECLARE_R, TFGO_DECLARE_V)
+#define TFGO_DECLARE_O(since, fn, params, args) tf_error_info *go_##fn params;
+TFGO_FUNCTIONS(TFGO_DECLARE_F, TFGO_DECLARE_R, TFGO_DECLARE_V, TFGO_DECLARE_O, TFGO_DECLARE_O)
 #undef TFGO_DECLARE_F
 #undef TFGO_DECLARE_R
 #undef TFGO_DECLARE_V
+#undef TFGO_DECLARE_O
 
 /* Makes the functions callable, once per process (Go serializes the calls):
  * 0, or -1 with the reason in why[0 .. cap-1].  The default build opens
  * $TENFERRO_GPU_LIBRARY (an absolute path; ignored in set-ID programs) or
  * else libtenferro_gpu.so.1 through the loader's search path, and resolves
- * every listed function; a library that lacks one, or of another major
- * version, is refused.  With TFGO_LINKED it only checks the version. */
+ * every listed function; a library that lacks a required (1.0) one, or of
+ * another major version, is refused; optional ones it lacks stay NULL.
+ * With TFGO_LINKED it only checks the version. */
 int tfgo_load(char *why, size_t cap);
 
 /* The file the functions come from ("" if the loader cannot say); only

@@ -48,12 +48,12 @@ func TestShimListsTheBoundFunctions(t *testing.T) {
 			unbound[name] = true
 		}
 	}
-	start := strings.Index(shim, "#define TFGO_FUNCTIONS(F, R, V)")
+	start := strings.Index(shim, "#define TFGO_FUNCTIONS(F, R, V, OF, OV)")
 	end := strings.Index(shim[start:], "\n\n")
 	listed := map[string]bool{}
-	entry := regexp.MustCompile(`\b(?:F|V)\((tf_\w+),|\bR\([^,]+, (tf_\w+),`)
+	entry := regexp.MustCompile(`\b(?:F|V)\((tf_\w+),|\bR\([^,]+, (tf_\w+),|\bO[FV]\("[0-9.]+", (tf_\w+),`)
 	for _, m := range entry.FindAllStringSubmatch(shim[start:start+end], -1) {
-		listed[m[1]+m[2]] = true
+		listed[m[1]+m[2]+m[3]] = true
 	}
 	var goSources, shimC string
 	files, _ := filepath.Glob("*_cgo.go")

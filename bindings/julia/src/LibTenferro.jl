@@ -130,7 +130,7 @@ struct tf_retirement_stats
     max_in_flight::UInt64
 end
 
-# 1.1; not called by the binding yet
+# 1.1
 struct tf_host_pool_stats
     struct_size::UInt32
     reserved::UInt32
@@ -340,10 +340,38 @@ tf_download(rt, src, dst, len) =
     ccall((:tf_download, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, Ptr{Cvoid}, Csize_t),
           rt, src, dst, len)
 
+# ==== 1.1: page-locked host memory and asynchronous copies ====
+#
+# A 1.0 library lacks these: TenferroGPU checks for them first
+# (_need_function) rather than let the ccall fail to find the symbol.
+
+tf_host_alloc(rt, bytes, out_ptr) =
+    ccall((:tf_host_alloc, libtenferro), Int32, (Ptr{tf_runtime}, Csize_t, Ref{Ptr{Cvoid}}),
+          rt, bytes, out_ptr)
+tf_host_free(rt, ptr) = ccall((:tf_host_free, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}), rt, ptr)
+tf_host_record_use(rt, ptr) =
+    ccall((:tf_host_record_use, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}), rt, ptr)
+tf_host_register(rt, ptr, bytes) =
+    ccall((:tf_host_register, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}, Csize_t), rt, ptr, bytes)
+tf_host_unregister(rt, ptr) =
+    ccall((:tf_host_unregister, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}), rt, ptr)
+tf_host_pool_stats_init(stats) =
+    ccall((:tf_host_pool_stats_init, libtenferro), Cvoid, (Ref{tf_host_pool_stats}, Csize_t),
+          stats, sizeof(tf_host_pool_stats))
+tf_host_stats(rt, out) =
+    ccall((:tf_host_stats, libtenferro), Int32, (Ptr{tf_runtime}, Ref{tf_host_pool_stats}), rt, out)
+tf_host_trim(rt) = ccall((:tf_host_trim, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_download_async(rt, src, dst, len) =
+    ccall((:tf_download_async, libtenferro), Int32, (Ptr{tf_runtime}, UInt64, Ptr{Cvoid}, Csize_t),
+          rt, src, dst, len)
+tf_upload_async(rt, src, dst, len) =
+    ccall((:tf_upload_async, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}, UInt64, Csize_t),
+          rt, src, dst, len)
+
 # ==== The blocking functions again, for waits that let the GC run ====
 #
-# tf_runtime_sync, tf_event_synchronize, tf_download and tf_download_scalar
-# block the calling thread until the device is done.  Called with a plain
+# tf_runtime_sync, tf_event_synchronize, tf_download, tf_download_scalar
+# and tf_host_unregister block the calling thread until the device is done.  Called with a plain
 # ccall, the thread stays in Julia's GC-unsafe state meanwhile, so a
 # collection another thread starts waits for them.  @ccall's gc_safe
 # option (Julia 1.12) lets the collector run while they block; older Julia
@@ -363,6 +391,8 @@ tf_download(rt, src, dst, len) =
     tf_download_scalar_gc_safe(rt, src, out, len) =
         @ccall gc_safe=true libtenferro.tf_download_scalar(rt::Ptr{tf_runtime}, src::UInt64, out::Ptr{Cvoid},
                                                            len::Csize_t)::Int32
+    tf_host_unregister_gc_safe(rt, ptr) =
+        @ccall gc_safe=true libtenferro.tf_host_unregister(rt::Ptr{tf_runtime}, ptr::Ptr{Cvoid})::Int32
 end
 
 # ==== cuBLAS functions called through tf_cublas_symbol's addresses ====

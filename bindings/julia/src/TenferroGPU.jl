@@ -22,7 +22,9 @@ downloads, [`sync_event`](@ref)) let the garbage collector run meanwhile
 Beyond the runtime: cuBLAS on the slot streams (`cublas_enqueue` with
 `sgemm!`/`dgemm!`, which call the library's own cuBLAS), work of any library
 (`stream_enqueue`), device memory and transfers of Julia arrays
-(`DeviceBuffer`, `upload!`, `download!`, `download_scalar`), events and
+(`DeviceBuffer`, `upload!`, `download!`, `download_scalar`), page-locked
+host memory and asynchronous copies (`host_alloc`, `host_register`,
+`download_async!`, `upload_async!`; new in 1.1), events and
 `slot_wait`, deferred release (`retire`), modules, kernels and NVRTC
 (`KernelModule`, `KernelFunction`, `launch_kernel`, `compile`).  With
 CUDA.jl loaded, the extension TenferroGPUCUDAExt gives `CuStream` and
@@ -51,6 +53,8 @@ export record!, wait_event, sync_event, isdone, retire, poll_retirements, retire
 export set_attribute!, launch_kernel, compile, image, program_log
 export alloc, free, upload!, download!, download_scalar, device_copy!, peer_copy_available,
        peer_copy!
+export host_alloc, record_use, Registration, host_register, unregister, download_async!,
+       upload_async!, HostPoolStats, host_stats, host_trim
 
 "Environment variable naming the library file to load instead of the SONAME."
 const LIBRARY_ENV = "TENFERRO_GPU_LIBRARY"
@@ -64,6 +68,7 @@ include("streams.jl")
 include("callbacks.jl")
 include("wait.jl")
 include("memory.jl")
+include("host.jl")
 include("cublas.jl")
 include("events.jl")
 include("kernels.jl")

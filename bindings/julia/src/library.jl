@@ -33,6 +33,29 @@ function _find_library()
         return nothing
     end
     _LIBRARY_FOUND[] = true
+    _find_optional_functions(h)
+    return nothing
+end
+
+# The functions newer than 1.0, with the version that added them.  A 1.x
+# library older than this binding lacks some: the package still loads and
+# works, and only the calls that need a missing one throw (_need_function).
+const _OPTIONAL_FUNCTIONS = (
+    "tf_host_alloc" => "1.1", "tf_host_free" => "1.1", "tf_host_record_use" => "1.1",
+    "tf_host_register" => "1.1", "tf_host_unregister" => "1.1",
+    "tf_host_pool_stats_init" => "1.1", "tf_host_stats" => "1.1", "tf_host_trim" => "1.1",
+    "tf_download_async" => "1.1", "tf_upload_async" => "1.1",
+)
+
+# Set by _find_library in __init__, read-only afterwards (tests may add
+# names to simulate an older library).
+const _MISSING_FUNCTIONS = Set{String}()
+
+function _find_optional_functions(h)
+    empty!(_MISSING_FUNCTIONS)
+    for (name, _) in _OPTIONAL_FUNCTIONS
+        Libdl.dlsym(h, name; throw_error=false) === nothing && push!(_MISSING_FUNCTIONS, name)
+    end
     return nothing
 end
 
@@ -50,3 +73,18 @@ library_problem() = _LIBRARY_PROBLEM[]
 
 @noinline _throw_no_library(op) =
     throw(binding_error(L.TF_ERROR_LIBRARY_NOT_FOUND, op, _LIBRARY_PROBLEM[]))
+
+# Throws unless the library was found and exports `op`, a function newer
+# than 1.0: a TenferroError with TF_ERROR_NOT_SUPPORTED saying the loaded
+# library is too old.
+@inline function _need_function(op)
+    _need_library(op)
+    isempty(_MISSING_FUNCTIONS) || !(op in _MISSING_FUNCTIONS) || _throw_too_old(op)
+    return true
+end
+
+@noinline function _throw_too_old(op)
+    since = Dict(_OPTIONAL_FUNCTIONS)[op]
+    throw(binding_error(L.TF_ERROR_NOT_SUPPORTED, op,
+                        "the loaded libtenferro_gpu ($(version_string())) is too old: $op is new in $since"))
+end

@@ -630,6 +630,7 @@ end
         end
 
         include("streams.jl")
+        include("host.jl")
         include("waiting.jl")
         include("backtraces.jl")
         include("cuda_ext.jl")

@@ -1,0 +1,182 @@
+# Page-locked host memory and asynchronous copies: host_alloc arrays,
+# host_register, download_async! / upload_async! and their events, the
+# pool's stats and trim, and a library that lacks them.
+
+@testset "page-locked memory and asynchronous copies" begin
+    @testset "host_alloc gives an Array the pool owns" begin
+        DOUBLE && tfd_reset()
+        Runtime(0) do rt
+            before = host_stats(rt)
+            @test before isa HostPoolStats
+            a = host_alloc(rt, Float32, 1000, 2)          # 8000 bytes: class 8 KiB
+            @test a isa Matrix{Float32} && size(a) == (1000, 2)
+            s = host_stats(rt)
+            @test s.blocks_in_use == before.blocks_in_use + 1
+            @test s.bytes_in_use == before.bytes_in_use + 8192
+            @test s.driver_allocations == before.driver_allocations + 1
+            a .= 1
+            @test sum(a) == 2000
+            finalize(a)                                   # back to the pool now
+            s = host_stats(rt)
+            @test s.blocks_in_use == before.blocks_in_use && s.blocks_cached >= 1
+            b = host_alloc(rt, UInt8, 5000)               # the cached block again
+            @test host_stats(rt).driver_allocations == s.driver_allocations
+            finalize(b)
+            finalize(b)                                   # once only
+            host_trim(rt)
+            s = host_stats(rt)
+            @test s.blocks_cached == 0 && s.bytes_cached == 0
+            expect_error(() -> host_alloc(rt, UInt8, 0), L.TF_ERROR_INVALID_ARGUMENT, "tf_host_alloc")
+            expect_error(() -> host_alloc(rt, Any, 4), L.TF_ERROR_INVALID_ARGUMENT, "tf_host_alloc",
+                         "not a bits type")
+        end
+    end
+
+    @testset "a block keeps its runtime, and garbage collection frees it" begin
+        if DOUBLE
+            tfd_reset()
+            rt = Runtime(0)
+            a = host_alloc(rt, UInt8, 64)
+            close(rt)
+            @test tfd_primary_refcount(0) == 1
+            a[1] = 7
+            a = nothing
+            for _ in 1:10
+                GC.gc(true)
+                tfd_primary_refcount(0) == 0 && break
+                sleep(0.01)
+            end
+            @test tfd_primary_refcount(0) == 0
+        end
+    end
+
+    @testset "asynchronous round trip" begin
+        Runtime(0; stream_slots=2) do rt
+            Stream(rt, 1) do s
+                data = Float32.(1:256)
+                DeviceBuffer{Float32}(s, 256) do buf
+                    src = host_alloc(s, Float32, 256)
+                    dst = host_alloc(s, Float32, 256)
+                    src .= data
+                    ev = upload_async!(buf, src)
+                    @test ev isa Event
+                    sync_event(ev)
+                    @test isdone(ev)
+                    close(ev)
+                    dst .= 0
+                    ev = download_async!(dst, buf)
+                    sync_event(ev)
+                    close(ev)
+                    @test dst == data
+                    ev = download_async!(s, dst, pointer(buf) + 4 * 100)
+                    sync_event(ev)
+                    close(ev)
+                    @test dst[1:156] == data[101:256]
+                    expect_error(() -> download_async!(zeros(Float32, 257), buf),
+                                 L.TF_ERROR_INVALID_ARGUMENT, "tf_download_async", "more than the buffer's")
+                    record_use(s, dst)
+                    finalize(src)
+                    finalize(dst)
+                end
+            end
+        end
+    end
+
+    @testset "the copy is only queued until the stream runs it" begin
+        if DOUBLE
+            tfd_reset() # deferred execution: the stream runs when waited for
+            Runtime(0) do rt
+                Stream(rt, 0) do s
+                    DeviceBuffer(s, Float32[1, 2, 3, 4]) do buf
+                        sync_stream(s)
+                        dst = host_alloc(s, Float32, 4)
+                        dst .= 0
+                        ev = download_async!(dst, buf)
+                        @test !isdone(ev)
+                        @test dst == zeros(Float32, 4)   # not written before it runs
+                        finalize(dst)                     # safe: the pool waits
+                        @test host_stats(s).pending_frees == 1
+                        sync_event(ev)
+                        close(ev)
+                        sync_stream(s)
+                        @test host_stats(s).pending_frees == 0
+                    end
+                end
+            end
+        end
+    end
+
+    @testset "untracked host memory is refused" begin
+        Runtime(0) do rt
+            DeviceBuffer{UInt8}(rt, 16) do buf
+                expect_error(() -> download_async!(zeros(UInt8, 16), buf), L.TF_ERROR_INVALID_ARGUMENT,
+                             "tf_download_async", "tf_host_alloc", "tf_host_register")
+                expect_error(() -> upload_async!(buf, zeros(UInt8, 16)), L.TF_ERROR_INVALID_ARGUMENT,
+                             "tf_upload_async", "tf_host_alloc", "tf_host_register")
+            end
+        end
+    end
+
+    @testset "registered arrays take asynchronous copies" begin
+        Runtime(0) do rt
+            data = rand(UInt8, 8192)
+            out = zeros(UInt8, 8192)
+            DeviceBuffer{UInt8}(rt, 8192) do buf
+                host_register(rt, data) do reg
+                    @test reg isa Registration && isopen(reg)
+                    @test host_stats(rt).bytes_registered >= 8192
+                    ev = upload_async!(buf, data)
+                    sync_event(ev)
+                    close(ev)
+                    reg2 = host_register(rt, out)
+                    ev = download_async!(out, buf)
+                    sync_event(ev)
+                    close(ev)
+                    unregister(reg2)
+                    unregister(reg2)                    # once only
+                    @test !isopen(reg2)
+                    expect_error(() -> host_register(rt, data), L.TF_ERROR_INVALID_ARGUMENT,
+                                 "tf_host_register")    # overlaps
+                end
+            end
+            @test out == data
+            @test host_stats(rt).bytes_registered == 0
+            expect_error(() -> host_register(rt, UInt8[]), L.TF_ERROR_INVALID_ARGUMENT, "tf_host_register")
+        end
+    end
+
+    @testset "driver failures reach the caller" begin
+        if DOUBLE
+            tfd_reset()
+            Runtime(0) do rt
+                tfd_fail("cuMemHostAlloc", 1, 999, 1)
+                expect_error(() -> host_alloc(rt, UInt8, 1 << 20), L.TF_ERROR_CUDA, "tf_host_alloc")
+                tfd_fail("cuMemHostRegister", 1, 999, 1)
+                expect_error(() -> host_register(rt, zeros(UInt8, 4096)), L.TF_ERROR_CUDA, "tf_host_register")
+                DeviceBuffer{UInt8}(rt, 64) do buf
+                    a = host_alloc(rt, UInt8, 64)
+                    tfd_fail("cuMemcpyDtoHAsync", 1, 999, 1)
+                    expect_error(() -> download_async!(a, buf), L.TF_ERROR_CUDA, "tf_download_async")
+                    finalize(a)
+                end
+            end
+            @test tfd_primary_refcount(0) == 0
+        end
+    end
+
+    @testset "a library older than 1.1 refuses only these calls" begin
+        Runtime(0) do rt
+            push!(TenferroGPU._MISSING_FUNCTIONS, "tf_host_alloc", "tf_host_stats")
+            try
+                err = expect_error(() -> host_alloc(rt, UInt8, 64), L.TF_ERROR_NOT_SUPPORTED, "tf_host_alloc",
+                                   "is too old: tf_host_alloc is new in 1.1")
+                expect_error(() -> host_stats(rt), L.TF_ERROR_NOT_SUPPORTED, "tf_host_stats", "too old")
+                @test runtime_identity(rt) != 0          # the rest works
+            finally
+                delete!(TenferroGPU._MISSING_FUNCTIONS, "tf_host_alloc")
+                delete!(TenferroGPU._MISSING_FUNCTIONS, "tf_host_stats")
+            end
+            host_trim(rt)
+        end
+    end
+end
