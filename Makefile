@@ -77,21 +77,13 @@ WARN := -Wall -Wextra -Wpedantic $(if $(filter 1,$(WERROR)),-Werror)
 
 # -iquote src: a source in a layer folder names another's header from src/
 # ("runtime/x.h"); a header beside it is found first, as always.
-# Thread-locals through TLS descriptors where the compiler offers them
-# (x86-64 -mtls-dialect=gnu2; aarch64 does this by default).  Every call
-# reads and writes the operation name (util/error.h) and reads the thread's
-# sequence number: with the default model each access in a shared library is
-# a call to __tls_get_addr, a few ns of tf_with_context's 30 ns budget.  A
-# descriptor resolves at load to a fixed offset from the thread pointer
-# whenever the loader placed the library's TLS in static TLS (always when
-# the library is linked; when it is dlopen'd and the loader's spare static
-# TLS has room), else to the dynamic lookup: unlike initial-exec, it never
-# requires static TLS, so dlopen can never fail for lack of it
-# (tools/ci/check-library refuses the STATIC_TLS flag).
-TLS_DIALECT := $(shell $(CXX) -mtls-dialect=gnu2 -x c++ -c -o /dev/null /dev/null 2>/dev/null \
-  && echo -mtls-dialect=gnu2)
+# Thread-locals use the default (global-dynamic) TLS model.  TLS
+# descriptors (-mtls-dialect=gnu2) were tried for tf_with_context's budget:
+# with the library dlopen'd (Python ctypes, Rust's dynamic loading) and
+# threads started before the load, glibc's dynamic descriptor path crashed
+# the Python suite (tests/test_errors.py, 2026-12-01, glibc 2.36 and 2.39).
 LIB_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden \
-  -fvisibility-inlines-hidden $(TLS_DIALECT) -Iinclude -iquote src -isystem $(CUDA_HOME)/include \
+  -fvisibility-inlines-hidden -Iinclude -iquote src -isystem $(CUDA_HOME)/include \
   -MMD -MP $(SAN_FLAGS)
 # -z defs: every symbol resolved at link time.  A fuzzing build (clang's
 # sanitizer runtimes live in the executable) turns it off with LIB_DEFS=.
