@@ -575,7 +575,7 @@ typedef struct tf_runtime tf_runtime;
 /** Largest tf_runtime_options::download_threads. */
 #define TF_MAX_DOWNLOAD_THREADS 64
 /** Default tf_runtime_options::download_chunk_bytes (0 selects it). */
-#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t)16 << 20)
+#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t)8 << 20)
 /** Smallest tf_runtime_options::download_chunk_bytes. */
 #define TF_MIN_DOWNLOAD_CHUNK_BYTES ((uint32_t)64 << 10)
 /** Largest tf_runtime_options::download_chunk_bytes. */

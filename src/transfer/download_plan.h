@@ -11,7 +11,7 @@
 namespace tf {
 
 // Page-locked staging buffers per stream slot (the ring's depth).
-constexpr int kStagingDepth = 2;
+constexpr int kStagingDepth = 3;
 // Steps are about sqrt(len * kStepScale) bytes, at most one staging buffer:
 // the first step's device copy is exposed and every step costs a few driver
 // calls, so the best step grows with the square root of the length.
@@ -20,14 +20,14 @@ constexpr size_t kStepScale = size_t(1024) << 10;
 constexpr size_t kMinPiece = size_t(16) << 10;
 // Pieces per copying thread in a step: more than one lets threads that
 // finish early take the pieces of a thread that is slow (page faults).
-constexpr unsigned kPiecesPerThread = 2;
+constexpr unsigned kPiecesPerThread = 1;
 // Fault a never-touched destination in with MADV_POPULATE_WRITE (one call
 // per piece) rather than one trap per page (transfer/fresh_pages.h).
 constexpr bool kPopulateFresh = false;
 // Queue the next device copy after handing a landed step to the threads
 // (its driver calls overlap their copying) rather than after the step is
 // copied out.
-constexpr bool kIssueAfterPost = false;
+constexpr bool kIssueAfterPost = true;
 // How long copy threads and waiting callers spin before they sleep.  The
 // H200 tuning run measured 1000 us slightly faster than 200 us, but every
 // copy thread would then burn a millisecond of CPU after each download,

@@ -119,7 +119,7 @@ pub const TF_DEFAULT_DOWNLOAD_THREADS: u32 = 12;
 /// Largest accepted tf_runtime_options::download_threads.
 pub const TF_MAX_DOWNLOAD_THREADS: u32 = 64;
 /// Default of tf_runtime_options::download_chunk_bytes (0 selects it).
-pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = 16 << 20;
+pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = 8 << 20;
 /// Smallest accepted tf_runtime_options::download_chunk_bytes.
 pub const TF_MIN_DOWNLOAD_CHUNK_BYTES: u32 = 64 << 10;
 /// Largest accepted tf_runtime_options::download_chunk_bytes.
