@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "transfer/fresh_pages.h"
+#include "util/cpu_relax.h"
 
 namespace tf {
 namespace {
@@ -14,16 +15,6 @@ namespace {
 // Pieces start at multiples of this in the destination, so no two threads
 // share a page.
 constexpr size_t kPieceAlign = 4096;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#else
-    std::this_thread::yield();
-#endif
-}
 
 // Polls `ready` until it holds or `spin` has passed; returns its last answer.
 template <class Ready>

@@ -4,8 +4,9 @@
 #include <thread>
 
 #include "driver/cuda_status.h"
-#include "util/log.h"
 #include "runtime/call_frame.h"
+#include "util/cpu_relax.h"
+#include "util/log.h"
 
 namespace tf {
 
@@ -54,16 +55,6 @@ const char kScalarReadPtx[] =
 namespace {
 
 constexpr char kKernelName[] = "tf_read_scalar";
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#else
-    std::this_thread::yield();
-#endif
-}
 
 inline uint32_t load_flag(const ScalarMailbox &box) {
     return __atomic_load_n(reinterpret_cast<const uint32_t *>(box.host + ScalarMailbox::kFlag),
