@@ -72,6 +72,12 @@ func runOldLibraryChild() int {
 	report("DownloadAsync", err)
 	_, err = tenferro.UploadAsync(rt, 0, mem)
 	report("UploadAsync", err)
+	prog, err := rt.Compile("extern \"C\" __global__ void k() {}", nil)
+	if err == nil {
+		_, err = prog.Clone()
+		report("ProgramClone", err)
+		fmt.Printf("program close: %v\n", prog.Close())
+	}
 	fmt.Printf("close: %v\n", rt.Close())
 	return 0
 }

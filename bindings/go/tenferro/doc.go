@@ -82,7 +82,8 @@
 // ErrNotAvailable.  An older 1.x library than the header the package was
 // built with is used: the calls that need a function it lacks (those new
 // in 1.1: HostAlloc, HostRegister, HostStats, HostTrim, DownloadAsync,
-// UploadAsync) return StatusNotSupported and ErrLibraryTooOld.  The CUDA
+// UploadAsync, Program.Clone) return StatusNotSupported and
+// ErrLibraryTooOld; Program.Close falls back to the 1.0 release.  The CUDA
 // driver, cuBLAS and NVRTC are loaded by the library, never linked.
 //
 // Building needs a C compiler and the header tenferro_gpu.h: the package

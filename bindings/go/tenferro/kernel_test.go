@@ -3,6 +3,7 @@
 package tenferro_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -115,4 +116,41 @@ func TestKernelErrors(t *testing.T) {
 	asError(t, rt.Launch(nil, tenferro.LaunchConfig{}), tenferro.StatusInvalidArgument, "tf_kernel_launch", "nil")
 	_, err = rt.LoadModule(nil)
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_module_load")
+}
+
+// A Program's clones share its image and log; each is closed on its own,
+// from any goroutine, and a second Close of one is an error.
+func TestProgramClonesShareTheImage(t *testing.T) {
+	rt := newRuntime(t, 1)
+	defer closeRuntime(t, rt)
+	requireCapability(t, rt, tenferro.CapRuntimeCompilation, "NVRTC")
+	prog, err := rt.Compile(addSource, &tenferro.CompileOptions{Name: "add.cu"})
+	must(t, err)
+	image, err := prog.Image()
+	must(t, err)
+	clones := make([]*tenferro.Program, 4)
+	for i := range clones {
+		clones[i], err = prog.Clone()
+		must(t, err)
+	}
+	must(t, prog.Close())
+	asError(t, prog.Close(), tenferro.StatusInvalidHandle, "tf_program_release_checked", "Program was already closed")
+	_, err = prog.Clone()
+	asError(t, err, tenferro.StatusInvalidHandle, "tf_program_retain", "Program was closed")
+	errs := make(chan error, len(clones))
+	for _, c := range clones {
+		go func(c *tenferro.Program) {
+			got, err := c.Image()
+			if err == nil && string(got) != string(image) {
+				err = fmt.Errorf("a clone's image differs: %.80q", got)
+			}
+			if err == nil {
+				err = c.Close()
+			}
+			errs <- err
+		}(c)
+	}
+	for range clones {
+		must(t, <-errs)
+	}
 }

@@ -5,7 +5,10 @@ package tenferro
 // #include "shim.h"
 import "C"
 
-import "unsafe"
+import (
+	"errors"
+	"unsafe"
+)
 
 // Device memory, transfers, modules, kernels, NVRTC and cuBLAS.
 
@@ -138,9 +141,18 @@ func programLog(p unsafe.Pointer) (string, error) {
 	return C.GoString(log), nil
 }
 
+func programRetain(p unsafe.Pointer) error { return takeError(C.go_tf_program_retain(cprog(p))) }
+
+// programRelease drops one reference with tf_program_release_checked (1.1)
+// and returns its error; a 1.0 library lacks it, and its
+// tf_program_release reports nothing.
 func programRelease(p unsafe.Pointer) error {
-	C.go_tf_program_release(cprog(p))
-	return nil
+	err := takeError(C.go_tf_program_release_checked(cprog(p)))
+	if errors.Is(err, ErrLibraryTooOld) {
+		C.go_tf_program_release(cprog(p))
+		return nil
+	}
+	return err
 }
 
 func cublasVersion() (int, error) {

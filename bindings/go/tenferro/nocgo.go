@@ -84,7 +84,8 @@ func deviceAlloc(unsafe.Pointer, uintptr) (DevicePtr, error) { return 0, load("t
 func deviceFree(unsafe.Pointer, DevicePtr) error             { return load("tf_free") }
 func moduleRetain(unsafe.Pointer) error                      { return load("tf_module_retain") }
 func moduleRelease(unsafe.Pointer) error                     { return load("tf_module_release") }
-func programRelease(unsafe.Pointer) error                    { return load("tf_program_release") }
+func programRelease(unsafe.Pointer) error                    { return load("tf_program_release_checked") }
+func programRetain(unsafe.Pointer) error                     { return load("tf_program_retain") }
 func programImage(unsafe.Pointer) ([]byte, error)            { return nil, load("tf_program_image") }
 func programLog(unsafe.Pointer) (string, error)              { return "", load("tf_program_log") }
 func peerCopyAvailable(unsafe.Pointer, unsafe.Pointer) (bool, error) {

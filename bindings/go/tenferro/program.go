@@ -44,14 +44,16 @@ func (o *CompileOptions) check(op string) (v compileValues, err error) {
 	return v, nil
 }
 
-// Program is the result of Compile: the compiled image and NVRTC's log
-// (tf_program).  It holds no runtime.
+// Program is one reference to the result of Compile: the compiled image
+// and NVRTC's log (tf_program).  It holds no runtime.  Clone adds a
+// reference; the image and log stay until the last is closed (or, for one
+// never closed, its finalizer runs).
 type Program struct {
 	h *handle
 }
 
 func newProgram(ptr unsafe.Pointer) *Program {
-	p := &Program{h: newHandle(ptr, "Program", "tf_program_release", programRelease)}
+	p := &Program{h: newHandle(ptr, "Program", "tf_program_release_checked", programRelease)}
 	runtime.SetFinalizer(p, func(p *Program) { p.h.close() })
 	return p
 }
@@ -111,8 +113,31 @@ func (p *Program) Log() (log string, err error) {
 	return log, err
 }
 
-// Close frees the program, its image and its log (tf_program_release).
+// Clone returns a new reference to the same program (tf_program_retain,
+// new in 1.1: against a 1.0 library it returns StatusNotSupported and
+// ErrLibraryTooOld).
+func (p *Program) Clone() (*Program, error) {
+	var ptr unsafe.Pointer
+	err := p.handle().use("tf_program_retain", func(c unsafe.Pointer) error {
+		ptr = c
+		return programRetain(c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newProgram(ptr), nil
+}
+
+// Close releases this reference (tf_program_release_checked); the last one
+// frees the image and the log.  It returns the library's error when the
+// release is refused (StatusInvalidHandle: the program was released
+// behind the package's back), and is never retried.  A second Close
+// returns StatusInvalidHandle ("already closed") and releases nothing.
+// Against a 1.0 library it uses tf_program_release, which reports nothing.
 func (p *Program) Close() error {
+	if p == nil {
+		return errNotOpen("tf_program_release_checked")
+	}
 	runtime.SetFinalizer(p, nil)
-	return p.handle().close()
+	return p.h.close()
 }

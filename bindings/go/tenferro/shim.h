@@ -144,6 +144,8 @@
     F(tf_program_log, (const tf_program *program, const char **out_log),          \
       (program, out_log))                                                         \
     V(tf_program_release, (tf_program *program), (program))                       \
+    OF("1.1", tf_program_retain, (tf_program *program), (program))                \
+    OF("1.1", tf_program_release_checked, (tf_program *program), (program))       \
     /* device memory and transfers */                                             \
     F(tf_alloc, (tf_runtime *rt, size_t bytes, uint64_t *out_ptr), (rt, bytes, out_ptr)) \
     F(tf_free, (tf_runtime *rt, uint64_t ptr), (rt, ptr))                         \

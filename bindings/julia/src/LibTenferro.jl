@@ -368,6 +368,15 @@ tf_upload_async(rt, src, dst, len) =
     ccall((:tf_upload_async, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{Cvoid}, UInt64, Csize_t),
           rt, src, dst, len)
 
+# ==== 1.1: program references ====
+#
+# As above: TenferroGPU checks for them first (_need_function, _has_function).
+
+tf_program_retain(program) =
+    ccall((:tf_program_retain, libtenferro), Int32, (Ptr{tf_program},), program)
+tf_program_release_checked(program) =
+    ccall((:tf_program_release_checked, libtenferro), Int32, (Ptr{tf_program},), program)
+
 # ==== The blocking functions again, for waits that let the GC run ====
 #
 # tf_runtime_sync, tf_event_synchronize, tf_download, tf_download_scalar

@@ -115,8 +115,13 @@ end
     Program
 
 The result of [`compile`](@ref): the compiled image ([`image`](@ref)) and
-NVRTC's log ([`program_log`](@ref)) (`tf_program`).  Released by `close` or
-a finalizer.
+NVRTC's log ([`program_log`](@ref)) (`tf_program`).  One reference:
+[`retain`](@ref) (or `copy`) adds another, and the image and log stay
+until the last is released by `close` or a finalizer.  `close` releases
+with `tf_program_release_checked` and throws its error
+(`TF_ERROR_INVALID_HANDLE` when the program was released behind the
+binding's back; it is never released again); on a 1.0 library it uses
+`tf_program_release`, which reports nothing.
 """
 mutable struct Program <: TenferroHandle
     ptr::Ptr{L.tf_program}
@@ -126,8 +131,31 @@ mutable struct Program <: TenferroHandle
 end
 
 _kind(::Program) = "Program"
-_release_op(::Program) = "tf_program_release"
-_release_c(p::Program) = (L.tf_program_release(p.ptr); L.TF_OK)
+_release_op(::Program) = "tf_program_release_checked"
+# Neither function throws or yields, as finalizers need.
+function _release_c(p::Program)
+    _has_function("tf_program_release_checked") && return L.tf_program_release_checked(p.ptr)
+    L.tf_program_release(p.ptr)
+    return L.TF_OK
+end
+
+"""
+    retain(prog::Program) -> Program
+
+A new reference to the same program (`tf_program_retain`, new in 1.1:
+throws `TF_ERROR_NOT_SUPPORTED` on a 1.0 library).  `copy(prog)` is the
+same.
+"""
+function retain(prog::Program)
+    op = "tf_program_retain"
+    _need_function(op)
+    _with_ptr(prog, op) do p
+        check(L.tf_program_retain(p))
+        return Program(p)
+    end
+end
+
+Base.copy(prog::Program) = retain(prog)
 
 """
     compile(x::Runtime or Stream, source; target=:ptx, arch=0, options=String[], name="") -> Program

@@ -45,6 +45,7 @@ const _OPTIONAL_FUNCTIONS = (
     "tf_host_register" => "1.1", "tf_host_unregister" => "1.1",
     "tf_host_pool_stats_init" => "1.1", "tf_host_stats" => "1.1", "tf_host_trim" => "1.1",
     "tf_download_async" => "1.1", "tf_upload_async" => "1.1",
+    "tf_program_retain" => "1.1", "tf_program_release_checked" => "1.1",
 )
 
 # Set by _find_library in __init__, read-only afterwards (tests may add
@@ -82,6 +83,10 @@ library_problem() = _LIBRARY_PROBLEM[]
     isempty(_MISSING_FUNCTIONS) || !(op in _MISSING_FUNCTIONS) || _throw_too_old(op)
     return true
 end
+
+# Whether the loaded library exports `op`, a function newer than 1.0, for
+# the calls that fall back to a 1.0 one instead of throwing.
+_has_function(op) = _LIBRARY_FOUND[] && !(op in _MISSING_FUNCTIONS)
 
 @noinline function _throw_too_old(op)
     since = Dict(_OPTIONAL_FUNCTIONS)[op]

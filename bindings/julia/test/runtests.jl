@@ -511,6 +511,47 @@ end
             end
         end
 
+        @testset "program references" begin
+            Runtime(0) do rt
+                have(rt, L.TF_CAP_RUNTIME_COMPILATION, "NVRTC") || return
+                prog = compile(rt, ADD_SOURCE)
+                img, ptr = image(prog), prog.ptr
+                twin, third = retain(prog), copy(prog)
+                @test twin isa Program && third isa Program && twin.ptr == third.ptr == ptr
+                close(prog)
+                expect_error(() -> close(prog), L.TF_ERROR_INVALID_HANDLE, "tf_program_release_checked",
+                             "Program was already closed")
+                expect_error(() -> retain(prog), L.TF_ERROR_INVALID_HANDLE, "tf_program_retain", "Program was closed")
+                @test image(twin) == img
+                close(twin)
+                @test image(third) == img && program_log(third) isa String
+                close(third)
+                # The last close freed it: the library refuses the pointer now.
+                @test L.tf_program_retain(ptr) == L.TF_ERROR_INVALID_HANDLE
+
+                # Released behind the binding's back: close reports it, once.
+                prog = compile(rt, ADD_SOURCE)
+                L.tf_program_release(prog.ptr)
+                expect_error(() -> close(prog), L.TF_ERROR_INVALID_HANDLE, "tf_program_release_checked",
+                             "already released")
+                @test !isopen(prog)
+
+                # A 1.0 library: retain throws, close uses tf_program_release.
+                prog = compile(rt, ADD_SOURCE)
+                ptr = prog.ptr
+                push!(TenferroGPU._MISSING_FUNCTIONS, "tf_program_retain", "tf_program_release_checked")
+                try
+                    expect_error(() -> retain(prog), L.TF_ERROR_NOT_SUPPORTED, "tf_program_retain",
+                                 "is too old: tf_program_retain is new in 1.1")
+                    close(prog)
+                finally
+                    delete!(TenferroGPU._MISSING_FUNCTIONS, "tf_program_retain")
+                    delete!(TenferroGPU._MISSING_FUNCTIONS, "tf_program_release_checked")
+                end
+                @test L.tf_program_retain(ptr) == L.TF_ERROR_INVALID_HANDLE
+            end
+        end
+
         @testset "errors follow their task across threads" begin
             # Every task's failures carry its own values although all of them
             # fail on shared threads between which they move: queries,

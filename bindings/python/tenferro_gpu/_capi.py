@@ -231,6 +231,8 @@ PROTOTYPES = (
     ("tf_program_image", status, (program_p, POINTER(c_void_p), POINTER(c_size_t))),
     ("tf_program_log", status, (program_p, POINTER(c_char_p))),
     ("tf_program_release", None, (program_p,)),
+    ("tf_program_retain", status, (program_p,)),                # 1.1
+    ("tf_program_release_checked", status, (program_p,)),       # 1.1
     # Device memory and transfers
     ("tf_alloc", status, (runtime_p, c_size_t, POINTER(c_uint64))),
     ("tf_free", status, (runtime_p, c_uint64)),

@@ -33,14 +33,42 @@ class CompileTarget(enum.IntEnum):
     CUBIN = 1    # a CUBIN for sm_XY, loaded without JIT
 
 
+def _program_release() -> Any:
+    """What drops a Program's reference: tf_program_release_checked (1.1),
+    whose status close() raises, or on a 1.0 library tf_program_release
+    (no status: close() then cannot fail)."""
+    a = _capi.api()
+    checked = a.tf_program_release_checked
+    return a.tf_program_release if isinstance(checked, _capi._Missing) else checked
+
+
 class Program(Owned):
-    """The result of Runtime.compile(): NVRTC's image and log (tf_program)."""
+    """The result of Runtime.compile(): NVRTC's image and log (tf_program).
+
+    Each Program owns one reference; clone() (or copy.copy) adds another,
+    and the image and log stay until the last is closed.  close() raises
+    the library's error if the release is refused (the handle was already
+    released behind the binding's back); closing twice is a no-op."""
 
     __slots__ = ()
     _kind = "Program"
 
     def __init__(self, handle: int) -> None:
-        self._own(handle, _capi.api().tf_program_release)
+        self._own(handle, _program_release())
+
+    def clone(self) -> "Program":
+        """Another Program on the same image and log, with its own reference
+        (tf_program_retain, new in 1.1: MissingFunctionError on a 1.0
+        library).  Raises ValueError once closed."""
+        h = self.handle
+        _capi.check(_capi.api().tf_program_retain(h))
+        try:
+            return Program(h)
+        except BaseException:
+            _program_release()(h)
+            raise
+
+    __copy__ = clone
 
     @property
     def image(self) -> bytes:

@@ -2,6 +2,7 @@
 kernel is real CUDA C++; the driver double runs its built-in of the same
 name, so the same checks hold against the double and on a GPU."""
 
+import copy
 import ctypes
 import gc
 
@@ -60,6 +61,53 @@ def test_a_compile_error_carries_the_whole_log(nvrtc):
     assert e.value.code_domain == tg.CodeDomain.NVRTC
     if support.DOUBLE is not None:
         assert support.DOUBLE.live(support.TFD_NVRTC_PROGRAMS) == 0
+
+
+def test_program_clones_share_the_image_until_the_last_close(nvrtc):
+    from tenferro_gpu import _capi
+    p = nvrtc.compile(support.ADD_SOURCE)
+    h, image, log = p.handle, p.image, p.log
+    q, r = p.clone(), copy.copy(p)
+    assert q.handle == r.handle == h and isinstance(r, tg.Program)
+    p.close()
+    p.close()                                    # a second close is a no-op
+    with pytest.raises(ValueError, match="closed"):
+        p.clone()
+    assert q.image == image
+    q.close()
+    with r:
+        assert r.image == image and r.log == log
+    # The last close released it: the library now refuses the handle.
+    with pytest.raises(tg.InvalidHandleError, match="already released") as e:
+        _capi.check(_capi.api().tf_program_retain(h))
+    assert e.value.operation == "tf_program_retain"
+
+
+def test_closing_a_program_reports_a_refused_release(nvrtc):
+    from tenferro_gpu import _capi
+    p = nvrtc.compile(support.ADD_SOURCE)
+    _capi.api().tf_program_release(p.handle)     # released behind the binding's back
+    with pytest.raises(tg.InvalidHandleError, match="already released") as e:
+        p.close()
+    assert e.value.operation == "tf_program_release_checked"
+    assert p.closed
+    p.close()                                    # never released twice
+
+
+def test_a_1_0_library_refuses_only_program_clones(monkeypatch, nvrtc):
+    from tenferro_gpu import _capi
+    retain = _capi.api().tf_program_retain
+    for name in ("tf_program_retain", "tf_program_release_checked"):
+        monkeypatch.setattr(_capi.api(), name, _capi._Missing(name, "old"))
+    p = nvrtc.compile(support.ADD_SOURCE)
+    with pytest.raises(tg.MissingFunctionError, match="tf_program_retain"):
+        p.clone()
+    assert b"tfd_add_f32" in p.image
+    h = p.handle
+    p.close()                                    # through the 1.0 tf_program_release
+    assert p.closed
+    with pytest.raises(tg.InvalidHandleError, match="already released"):
+        _capi.check(retain(h))
 
 
 def test_lookups_and_bad_arguments(nvrtc):

@@ -22,6 +22,7 @@ use std::os::raw::{c_char, c_void};
 use std::ptr::{self, NonNull};
 
 use crate::error::{check, out_param, Error, Result};
+use crate::host::since;
 use crate::library::{api, defaults};
 use crate::memory::{AddressField, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::runtime::Runtime;
@@ -76,17 +77,54 @@ impl CompileOptions {
 }
 
 /// NVRTC's result (`tf_program *`): the compiled image and the log.
+/// `Clone` (or [`try_clone`](Program::try_clone)) adds a reference, `Drop`
+/// or [`close`](Program::close) releases one; the image and log stay
+/// until the last.
 pub struct Program {
     raw: NonNull<sys::tf_program>,
 }
 
 // SAFETY: Send + Sync.  A compiled program is immutable: the header lets
-// threads read one at once (image, log), and release it only in Drop,
-// which needs ownership.
+// threads read one at once (image, log) and retain it (atomically), and
+// this reference is released only in Drop or close, which need ownership.
 unsafe impl Send for Program {}
 unsafe impl Sync for Program {}
 
 impl Program {
+    /// The `tf_program *`, valid while `self` lives.
+    pub fn as_raw(&self) -> *mut sys::tf_program {
+        self.raw.as_ptr()
+    }
+
+    /// Another reference to the same program (`tf_program_retain`, new in
+    /// 1.1).  Errors: NotSupported when the loaded library is 1.0 (too old).
+    pub fn try_clone(&self) -> Result<Program> {
+        let lib = api()?;
+        // SAFETY: a live program: this reference is ours until dropped.
+        check(since(unsafe { lib.tf_program_retain(self.as_raw()) })?)?;
+        Ok(Program { raw: self.raw })
+    }
+
+    /// Releases this reference now and says whether the library accepted
+    /// it (`tf_program_release_checked`, new in 1.1; a 1.0 library's
+    /// `tf_program_release` reports nothing, so `Ok`).  Errors:
+    /// InvalidHandle when the program was already released behind this
+    /// value's back (through the raw pointer); it is never released again.
+    /// Dropping instead releases the same way and ignores the status.
+    pub fn close(self) -> Result<()> {
+        let lib = api()?;
+        let raw = std::mem::ManuallyDrop::new(self).as_raw();
+        // SAFETY: this reference is ours, released once: Drop will not run.
+        match unsafe { lib.tf_program_release_checked(raw) } {
+            Ok(status) => check(status),
+            Err(_too_old) => {
+                // SAFETY: as above.
+                unsafe { lib.tf_program_release(raw) };
+                Ok(())
+            }
+        }
+    }
+
     /// The compiled image (PTX with its NUL byte, or a CUBIN), borrowed.
     pub fn image(&self) -> Result<&[u8]> {
         let lib = api()?;
@@ -118,6 +156,15 @@ impl std::fmt::Debug for Program {
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Module").field("handle", &self.raw.as_ptr()).finish()
+    }
+}
+
+impl Clone for Program {
+    /// Adds a reference (`tf_program_retain`).  Panics when the loaded
+    /// library is 1.0, which lacks it ([`Program::try_clone`] returns that
+    /// as an error), or if the library refuses a live program, a bug in it.
+    fn clone(&self) -> Program {
+        self.try_clone().unwrap_or_else(|e| panic!("tenferro-gpu: {e}"))
     }
 }
 

@@ -2,7 +2,9 @@
 //! driver double runs its built-in of the same name, so the same checks
 //! hold against the double and on a GPU.
 
-use tenferro_gpu::{Capability, CodeDomain, CompileOptions, LaunchConfig, Runtime, Status};
+use tenferro_gpu::{
+    sys, Capability, CodeDomain, CompileOptions, LaunchConfig, Program, Runtime, Status,
+};
 
 use crate::support::{self, serial};
 
@@ -110,4 +112,73 @@ fn double_a_faulting_kernel_surfaces_as_device_fault() {
     let bad = rt.load_module(ptx).unwrap().function("tfd_illegal_address").unwrap();
     unsafe { rt.launch(&bad, &LaunchConfig::new(), &[]).unwrap() };
     assert_eq!(rt.sync().unwrap_err().status(), Status::DeviceFault);
+}
+
+#[test]
+fn program_clones_share_the_image_until_the_last_release() {
+    let _s = serial();
+    let rt = Runtime::new(0).unwrap();
+    if !nvrtc(&rt) {
+        return;
+    }
+    let program = rt.compile(support::ADD_SOURCE, &CompileOptions::new()).unwrap();
+    let (raw, image) = (program.as_raw(), program.image().unwrap().to_vec());
+    let twin = program.clone();
+    let third = twin.try_clone().unwrap();
+    assert_eq!((twin.as_raw(), third.as_raw()), (raw, raw));
+    drop(program);
+    program_on_another_thread(twin, &image);
+    assert_eq!(third.image().unwrap(), &image[..]);
+    third.close().unwrap();
+    // The last release freed it: the library now refuses the handle.
+    let st = unsafe { sys::tf_program_retain(raw) }.unwrap();
+    assert_eq!(st, sys::TF_ERROR_INVALID_HANDLE);
+}
+
+/// A clone is an owner of its own: read and closed on another thread.
+fn program_on_another_thread(program: Program, image: &[u8]) {
+    let image = image.to_vec();
+    std::thread::spawn(move || {
+        assert_eq!(program.image().unwrap(), &image[..]);
+        program.close().unwrap();
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn closing_a_program_reports_a_refused_release() {
+    let _s = serial();
+    let rt = Runtime::new(0).unwrap();
+    if !nvrtc(&rt) {
+        return;
+    }
+    let program = rt.compile(support::ADD_SOURCE, &CompileOptions::new()).unwrap();
+    let twin = program.clone();
+    // Both references released behind the binding's back.
+    unsafe { sys::tf_program_release(program.as_raw()) };
+    unsafe { sys::tf_program_release(program.as_raw()) };
+    for p in [program, twin] {
+        let e = p.close().unwrap_err();
+        assert_eq!(
+            (e.status(), e.operation()),
+            (Status::InvalidHandle, "tf_program_release_checked")
+        );
+        assert!(e.message().contains("already released"), "{e}");
+    }
+}
+
+#[test]
+fn a_1_0_library_lacks_the_program_reference_functions() {
+    let Ok(lib) = sys::library() else { return };
+    let mut old = *lib;
+    old.tf_program_retain = None;
+    old.tf_program_release_checked = None;
+    let raw = std::ptr::null_mut();
+    let missing = unsafe { old.tf_program_retain(raw) }.unwrap_err();
+    assert_eq!((missing.name(), missing.since()), ("tf_program_retain", "1.1"));
+    let missing = unsafe { old.tf_program_release_checked(raw) }.unwrap_err();
+    assert_eq!((missing.name(), missing.since()), ("tf_program_release_checked", "1.1"));
+    assert!(missing.to_string().contains("too old"), "{missing}");
+    assert!(lib.tf_program_retain.is_some() && lib.tf_program_release_checked.is_some());
 }
