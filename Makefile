@@ -77,6 +77,11 @@ WARN := -Wall -Wextra -Wpedantic $(if $(filter 1,$(WERROR)),-Werror)
 
 # -iquote src: a source in a layer folder names another's header from src/
 # ("runtime/x.h"); a header beside it is found first, as always.
+# Thread-locals use the default (global-dynamic) TLS model.  TLS
+# descriptors (-mtls-dialect=gnu2) were tried for tf_with_context's budget:
+# with the library dlopen'd (Python ctypes, Rust's dynamic loading) and
+# threads started before the load, glibc's dynamic descriptor path crashed
+# the Python suite (tests/test_errors.py, 2026-12-01, glibc 2.36 and 2.39).
 LIB_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) -fvisibility=hidden \
   -fvisibility-inlines-hidden -Iinclude -iquote src -isystem $(CUDA_HOME)/include \
   -MMD -MP $(SAN_FLAGS)

@@ -28,8 +28,10 @@ int main() {
 
     CUdevice dev;
     BENCH_CK(d.device_get(&dev, 0));
+    // A second context for row (b); the driver double has none to make, so
+    // there only rows (a) and (c) run (make bench-context-smoke).
     CUcontext other = nullptr;
-    BENCH_CK(d.ctx_create(&other, nullptr, 0, dev));
+    if (d.ctx_create) BENCH_CK(d.ctx_create(&other, nullptr, 0, dev));
     BENCH_CK(d.set_current(nullptr));
 
     const int iters = 200000, reps = 9;
@@ -55,21 +57,27 @@ int main() {
     bench::report("ctx_current", "tf_with_context, primary context already current", lib,
                   "cuCtxGetCurrent + compare, before and after", raw, "ns", "<= 30 ns",
                   lib <= 30);
+    // The library's own cost: its handle, usable and name checks, frame and
+    // callback guard (on the driver double the driver calls are slower, but
+    // the difference is still the library's).
+    bench::info("ctx_current_library_ns", std::to_string(lib - raw));
 
-    // (b) another context current: save, activate, restore.
-    BENCH_CK(d.set_current(other));
     auto raw_cycle = [&] {
         CUcontext saved;
         d.get_current(&saved);
         d.set_current(primary);
         d.set_current(saved);
     };
-    bench::paired_median_ns(
-        iters, reps,
-        [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
-        raw_cycle, &lib, &raw);
-    bench::report("ctx_from_other", "tf_with_context from another context", lib,
-                  "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
+    // (b) another context current: save, activate, restore.
+    if (other) {
+        BENCH_CK(d.set_current(other));
+        bench::paired_median_ns(
+            iters, reps,
+            [&] { bench::ok(tf_with_context(rt, empty_callback, nullptr), "tf_with_context"); },
+            raw_cycle, &lib, &raw);
+        bench::report("ctx_from_other", "tf_with_context from another context", lib,
+                      "get + set + set (3 driver calls)", raw, "ns", "<= 100 ns", lib <= 100);
+    }
 
     // (c) no context current.
     BENCH_CK(d.set_current(nullptr));
@@ -86,7 +94,7 @@ int main() {
         std::fprintf(stderr, "bench: the caller's (empty) context was not restored\n");
         return 1;
     }
-    BENCH_CK(d.ctx_destroy(other));
+    if (other) BENCH_CK(d.ctx_destroy(other));
     tf_runtime_release(rt);
     return 0;
 }

@@ -214,7 +214,10 @@ void scalar_rows(Bench &b) {
         b.r.pointer_attribute(&kind, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                               reinterpret_cast<CUdeviceptr>(&pageable_word));
     });
-    bench::report("check_range", "cost of cuMemGetAddressRange (every transfer's address check)",
+    // Memory from tf_alloc is checked without it (tune_scalar's CHECK own
+    // line; dl_async_enqueue_4MiB shows the whole enqueue's cost).
+    bench::report("check_range",
+                  "cost of cuMemGetAddressRange (the address check of memory tf_alloc did not make)",
                   range, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
                   range <= 0.025 * raw_scalar);
     bench::report("check_device",

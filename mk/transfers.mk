@@ -39,3 +39,25 @@ tune-download-smoke: $(TUNE_DOWNLOAD) double
 	python3 tools/tuning/pick_download_defaults.py --smoke $(BUILD)/tune-smoke.log > $(BUILD)/tune-smoke.pick
 	@echo "tune-download-smoke: $$(grep -c '^TUNE' $(BUILD)/tune-smoke.log) measurements, every plan byte-checked"
 CHECK_TARGETS += tune-download-smoke
+
+# ---- tuning tf_download_scalar (docs/transfers.md, "Scalar reads") ---------------
+#
+#   make tune-scalar [TUNE_SCALAR_LOG=tune-scalar.log]   GPU machine: sweep, then pick
+#   make tune-scalar-smoke                               every plan on the double
+#
+# bench/tune_scalar links the library's objects, as tune_download does: the
+# read plan (src/transfer/scalar_read.h) and the address check are internal.
+TUNE_SCALAR := $(BUILD)/bench/tune_scalar
+$(TUNE_SCALAR): bench/tune_scalar.cpp bench/bench_util.h $(LIB_OBJS) | $(BUILD)/bench
+	$(CXX) $(BENCH_CXXFLAGS) -Isrc $(CPPFLAGS) $(CXXFLAGS) $< $(LIB_OBJS) -o $@ $(LDFLAGS) -ldl -lpthread
+
+.PHONY: tune-scalar tune-scalar-smoke
+tune-scalar: $(TUNE_SCALAR)
+	$(TUNE_SCALAR) | tee $(or $(TUNE_SCALAR_LOG),tune-scalar.log)
+	python3 tools/tuning/pick_scalar_plan.py $(or $(TUNE_SCALAR_LOG),tune-scalar.log)
+
+tune-scalar-smoke: $(TUNE_SCALAR) double
+	LD_LIBRARY_PATH=$(DOUBLE_DIR) $(TUNE_SCALAR) --smoke > $(BUILD)/tune-scalar-smoke.log
+	python3 tools/tuning/pick_scalar_plan.py --smoke $(BUILD)/tune-scalar-smoke.log > $(BUILD)/tune-scalar-smoke.pick
+	@echo "tune-scalar-smoke: $$(grep -c '^PLAN' $(BUILD)/tune-scalar-smoke.log) plan measurements, every read checked"
+CHECK_TARGETS += tune-scalar-smoke

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/raw_memory.h"
 #include "support/test_support.h"
 #include "support/transfer_support.h"
 
@@ -257,7 +258,7 @@ static void scalar_is_a_query_a_copy_and_a_flag(void **state) {
     assert_int_equal(got, value);
     call_log(log, sizeof log);
     assert_string_equal(log,
-                        "cuCtxGetCurrent,cuCtxSetCurrent,cuMemGetAddressRange,cuStreamQuery,"
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuStreamQuery,"
                         "cuMemcpyDtoHAsync,cuStreamWriteValue32,cuCtxSetCurrent");
     /* With the primary context already current: the fast path. */
     assert_ok(tf_runtime_primary_context(rt, &primary));
@@ -266,7 +267,7 @@ static void scalar_is_a_query_a_copy_and_a_flag(void **state) {
     assert_ok(tf_download_scalar(rt, d + 8, &got, 4));
     call_log(log, sizeof log);
     assert_string_equal(log,
-                        "cuCtxGetCurrent,cuMemGetAddressRange,cuStreamQuery,cuMemcpyDtoHAsync,"
+                        "cuCtxGetCurrent,cuStreamQuery,cuMemcpyDtoHAsync,"
                         "cuStreamWriteValue32");
     assert_ptr_equal(raw_current_context(), primary);
     raw_set_current_context(NULL);
@@ -354,7 +355,7 @@ static void page_locked_destination_is_written_directly(void **state) {
     assert_ok(tf_download(rt, d, pin, n));
     call_log(log, sizeof log);
     assert_string_equal(log,
-                        "cuCtxGetCurrent,cuCtxSetCurrent,cuMemGetAddressRange,"
+                        "cuCtxGetCurrent,cuCtxSetCurrent,"
                         "cuPointerGetAttribute,cuMemcpyDtoHAsync,cuStreamSynchronize,"
                         "cuCtxSetCurrent");
     pinned_free(rt, pin);
@@ -645,11 +646,15 @@ static void scalar_wait_failure(void **state) {
     scalar_failure_abandons_staging("cuStreamSynchronize", CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA);
 }
 
+/* The queries run on memory the library did not allocate (its own
+ * allocations need no address query). */
 static void query_failure(const char *op, tf_status (*call)(struct fixture *, void *),
                           const char *entry, unsigned long nth) {
     struct fixture f;
     unsigned char out[4096];
     setup_fixture(&f, sizeof out);
+    lib_free(f.rt, f.d);
+    f.d = dev_alloc(f.rt, sizeof out);
     memset(out, 0x5C, sizeof out);
     tfd()->tfd_log_clear();
     INJECT(entry, nth, CUDA_ERROR_UNKNOWN, 1);
@@ -657,7 +662,7 @@ static void query_failure(const char *op, tf_status (*call)(struct fixture *, vo
     assert_int_equal(logged("cuMemcpyDtoHAsync"), 0); /* nothing queued */
     assert_int_equal(out[0], 0x5C);
     assert_null(raw_current_context());
-    lib_free(f.rt, f.d);
+    dev_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
 }
 
@@ -671,6 +676,73 @@ static void address_range_query_failure(void **state) {
     query_failure("tf_download", bulk_call, "cuMemGetAddressRange", 1);
 }
 
+/* The library's own allocations are answered from its registry, without
+ * the address query; a freed one is refused again, by the driver. */
+static void own_allocations_need_no_address_query(void **state) {
+    tf_runtime *rt;
+    uint64_t d, foreign;
+    uint32_t v = 0;
+    unsigned char back[64];
+    unsigned long before;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    d = lib_alloc(rt, 64);
+    foreign = dev_alloc(rt, 64);
+    assert_ok(tf_upload(rt, &v, d, 4));
+    before = tfd()->tfd_calls("cuMemGetAddressRange");
+    assert_ok(tf_download_scalar(rt, d + 4, &v, 4));
+    assert_ok(tf_download(rt, d, back, 64));
+    assert_ok(tf_upload(rt, back, d + 32, 32));
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before);
+    assert_failure(tf_download(rt, d + 32, back, 33), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "crosses the end of its allocation");
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before);
+    /* Foreign memory is still asked of the driver, every time. */
+    assert_ok(tf_download_scalar(rt, foreign, &v, 4));
+    assert_ok(tf_download_scalar(rt, foreign, &v, 4));
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before + 2);
+    /* Freed: the registry no longer answers; once the stream-ordered free
+     * has run, the driver refuses it again. */
+    lib_free(rt, d);
+    assert_ok(tf_runtime_sync(rt));
+    assert_failure(tf_download_scalar(rt, d + 4, &v, 4), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download_scalar", "is not device memory");
+    assert_failure(tf_download(rt, d, back, 64), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "is not device memory");
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before + 4);
+    dev_free(rt, foreign);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* A runtime's teardown forgets what was allocated through it: its primary
+ * context, and the allocations in it, may go with it.  Another runtime of
+ * the device that keeps the context alive still reaches the memory, through
+ * the driver. */
+static void teardown_forgets_the_runtimes_allocations(void **state) {
+    tf_runtime *kept, *gone;
+    uint64_t d;
+    uint32_t v = 0x1234u, got = 0;
+    unsigned long before;
+    (void)state;
+    REQUIRE_DOUBLE();
+    kept = new_runtime();
+    gone = new_runtime();
+    d = lib_alloc(gone, 16);
+    assert_ok(tf_upload(gone, &v, d, 4));
+    assert_ok(tf_runtime_sync(gone));
+    before = tfd()->tfd_calls("cuMemGetAddressRange");
+    assert_ok(tf_download_scalar(kept, d, &got, 4)); /* any runtime of the device */
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before);
+    assert_ok(tf_runtime_release(gone));
+    got = 0;
+    assert_ok(tf_download_scalar(kept, d, &got, 4));
+    assert_int_equal(got, v);
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before + 1);
+    lib_free(kept, d);
+    assert_ok(tf_runtime_release(kept));
+}
+
 static void pointer_attribute_failure(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
@@ -681,8 +753,9 @@ static void pointer_attribute_failure(void **state) {
     query_failure("tf_download", bulk_call, "cuPointerGetAttribute", 2); /* dst kind */
 }
 
-/* The device of an address is asked only where the process sees several
- * devices; a failed count means "ask", and is asked again next time. */
+/* The device of an address the library did not allocate is asked only
+ * where the process sees several devices; a failed count means "ask", and
+ * is asked again next time. */
 static void device_query_only_with_several_devices(void **state) {
     tf_runtime *rt;
     uint64_t d;
@@ -690,7 +763,7 @@ static void device_query_only_with_several_devices(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     rt = new_runtime();
-    d = lib_alloc(rt, 4);
+    d = dev_alloc(rt, 4);
     INJECT("cuDeviceGetCount", 1, CUDA_ERROR_UNKNOWN, 1);
     tfd()->tfd_log_clear();
     assert_ok(tf_download_scalar(rt, d, &v, 4));
@@ -701,17 +774,17 @@ static void device_query_only_with_several_devices(void **state) {
     assert_ok(tf_download_scalar(rt, d, &v, 4));
     assert_int_equal(logged("cuDeviceGetCount"), 1); /* asked again, then kept */
     assert_int_equal(logged("cuPointerGetAttribute"), 0);
-    lib_free(rt, d);
+    dev_free(rt, d);
     assert_ok(tf_runtime_release(rt));
     tfd()->tfd_set_devices(2);
     rt = new_runtime();
-    d = lib_alloc(rt, 4);
+    d = dev_alloc(rt, 4);
     assert_ok(tf_download_scalar(rt, d, &v, 4));
     tfd()->tfd_log_clear();
     assert_ok(tf_download_scalar(rt, d, &v, 4));
     assert_int_equal(logged("cuDeviceGetCount"), 0);
     assert_int_equal(logged("cuPointerGetAttribute"), 1);
-    lib_free(rt, d);
+    dev_free(rt, d);
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -1228,6 +1301,8 @@ int main(void) {
         TF_TEST(scalar_copy_failure),
         TF_TEST(scalar_wait_failure),
         TF_TEST(address_range_query_failure),
+        TF_TEST(own_allocations_need_no_address_query),
+        TF_TEST(teardown_forgets_the_runtimes_allocations),
         TF_TEST(pointer_attribute_failure),
         TF_TEST(device_query_only_with_several_devices),
         TF_TEST(scalar_wait_reports_a_device_fault),

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/raw_memory.h"
 #include "support/test_support.h"
 #include "support/transfer_support.h"
 
@@ -316,7 +317,7 @@ static void upload_rejects_bad_input(void **state) {
 
 static void upload_failures_are_reported(void **state) {
     tf_runtime *rt;
-    uint64_t d;
+    uint64_t d, foreign;
     unsigned char src[64] = {0}, *pin;
     (void)state;
     REQUIRE_DOUBLE();
@@ -332,9 +333,12 @@ static void upload_failures_are_reported(void **state) {
     INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1); /* the kind of src */
     assert_failure(tf_upload(rt, src, d, 64), TF_ERROR_CUDA, "tf_upload",
                    "cuPointerGetAttribute failed");
+    /* Memory the library did not allocate is asked of the driver. */
+    foreign = dev_alloc(rt, 64);
     INJECT("cuMemGetAddressRange", 1, CUDA_ERROR_UNKNOWN, 1);
-    assert_failure(tf_upload(rt, src, d, 64), TF_ERROR_CUDA, "tf_upload",
+    assert_failure(tf_upload(rt, src, foreign, 64), TF_ERROR_CUDA, "tf_upload",
                    "cuMemGetAddressRange failed");
+    dev_free(rt, foreign);
     assert_null(raw_current_context());
     pinned_free(rt, pin);
     lib_free(rt, d);

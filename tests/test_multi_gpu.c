@@ -668,7 +668,8 @@ static void peer_copy_checks_the_destination_from_its_context(void **state) {
     struct pair p;
     const size_t n = 256;
     unsigned char host[256], back[256];
-    uint64_t a, b;
+    uint64_t a, b, foreign;
+    unsigned long calls_before;
     (void)state;
     REQUIRE_DOUBLE();
     REQUIRE_TWO_DEVICES();
@@ -686,12 +687,23 @@ static void peer_copy_checks_the_destination_from_its_context(void **state) {
     assert_null(raw_current_context());
     assert_ok(tf_download(p.rt[1], b, back, n));
     assert_pattern(back, n, 32); /* nothing was queued */
-    INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
-    assert_failure(tf_download(p.rt[1], a, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
-                   "src 0x", "is not device memory",
-                   "cuMemGetAddressRange answered CUDA_ERROR_NOT_FOUND (500)");
+    /* The library's own allocation is known to be device 0's: no driver call. */
+    calls_before = tfd()->tfd_calls("cuMemGetAddressRange") + tfd()->tfd_calls("cuPointerGetAttribute");
     assert_failure(tf_download(p.rt[1], a, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
                    "src 0x", "is memory of device 0; this runtime is on device 1");
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange") +
+                         tfd()->tfd_calls("cuPointerGetAttribute"),
+                     calls_before);
+    /* Foreign memory: the driver, from device 1's context, does not know
+     * it; the ordinal tells why, and a failed ordinal query says only that. */
+    foreign = dev_alloc(p.rt[0], n);
+    INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download", "src 0x", "is not device memory",
+                   "cuMemGetAddressRange answered CUDA_ERROR_NOT_FOUND (500)");
+    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_download", "src 0x", "is memory of device 0; this runtime is on device 1");
+    dev_free(p.rt[0], foreign);
     assert_ok(tf_peer_copy(p.rt[0], a, p.rt[1], b, n));
     assert_ok(tf_runtime_sync(p.rt[0]));
     assert_ok(tf_download(p.rt[1], b, back, n));

@@ -3,7 +3,28 @@
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "runtime/memory_pools.h"
+#include "transfer/allocation_registry.h"
 #include "transfer/device_range.h"
+
+namespace {
+
+// Registers a new allocation for the address checks
+// (transfer/allocation_registry.h); if the registry cannot grow, the
+// allocation is given back and the std::bad_alloc goes on to the guard
+// (TF_ERROR_OUT_OF_MEMORY, nothing allocated).
+void register_or_free(const tf::CallFrame &frame, bool pools, CUdeviceptr p, size_t bytes) {
+    try {
+        tf::register_allocation(p, bytes, frame.state().info().ordinal,
+                                frame.state().allocation_domain());
+    } catch (...) {
+        const tf::DriverApi &api = frame.api();
+        CUresult r = pools ? api.cuMemFreeAsync(p, frame.stream()) : api.cuMemFree(p);
+        (void)r;  // nothing more to do: the caller gets the allocation failure
+        throw;
+    }
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -24,8 +45,10 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
         CUdeviceptr p = 0;
         st = pools ? TF_CU(api, cuMemAllocAsync, &p, bytes, frame.stream())
                    : TF_CU(api, cuMemAlloc, &p, bytes);
-        if (st == TF_OK) *out_ptr = p;
-        return st;
+        if (st != TF_OK) return st;
+        register_or_free(frame, pools, p, bytes);
+        *out_ptr = p;
+        return TF_OK;
     });
 }
 
@@ -44,6 +67,9 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
         const tf::DriverApi &api = state.api();
         const char *call = pools ? "cuMemFreeAsync" : "cuMemFree";
         if (pools ? !api.cuMemFreeAsync : !api.cuMemFree) return tf::fail_missing(call);
+        // Forgotten first: from now on no check trusts the range without
+        // the driver, which refuses it once freed.
+        tf::forget_allocation(ptr);
         CUresult r = pools ? api.cuMemFreeAsync(ptr, frame.stream()) : api.cuMemFree(ptr);
         if (r == CUDA_ERROR_INVALID_VALUE)
             return tf::fail(TF_ERROR_INVALID_ARGUMENT, call, TF_CODE_CUDA, r,

@@ -75,7 +75,10 @@ void enable_peer_access(const tf::RuntimeState &src, const tf::RuntimeState &dst
 tf_status check_destination(tf::RuntimeState &to, uint64_t dst, size_t len) {
     tf::CallFrame frame(to);
     tf_status st = frame.enter_context();
-    return st == TF_OK ? tf::check_device_range(to, "dst", dst, len) : st;
+    // Asked of the driver even for a tf_alloc range: the question, in the
+    // destination's context, is also what finds a sticky fault there and
+    // blames the destination for it (transfer/device_range.h).
+    return st == TF_OK ? tf::check_device_range_with_driver(to, "dst", dst, len) : st;
 }
 
 // The copy on the source's slot stream, in the source's context, after the

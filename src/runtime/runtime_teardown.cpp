@@ -14,6 +14,7 @@
 #include "runtime/runtime_state.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "transfer/allocation_registry.h"
 
 namespace tf {
 namespace {
@@ -39,6 +40,9 @@ void RuntimeState::teardown() {
     // Whatever call dropped the last handle, what teardown reports and logs
     // names tf_runtime_release.
     OperationScope operation(kOp);
+    // The primary context may go below, and the allocations in it: the
+    // address checks must no longer trust them without asking the driver.
+    forget_domain(allocation_domain_);
     if (forked()) {
         // A forked child: the context and streams belong to the parent.
         primary_.abandon();

@@ -1,6 +1,7 @@
 #include "transfer/device_range.h"
 
 #include "driver/cuda_status.h"
+#include "transfer/allocation_registry.h"
 
 namespace tf {
 namespace {
@@ -77,6 +78,20 @@ tf_status fail_unknown(const RuntimeState &owner, const char *name, uint64_t ptr
 
 tf_status check_device_range(const RuntimeState &owner, const char *name, uint64_t ptr,
                              size_t len) {
+    // The library's own allocations: no driver call (transfer/allocation_registry.h).
+    KnownAllocation known;
+    if (find_allocation(ptr, &known)) {
+        if (known.ordinal != owner.info().ordinal)
+            return fail_other_device(name, ptr, known.ordinal, owner.info().ordinal);
+        if (len > known.size - (ptr - known.base))
+            return fail_past_end(name, ptr, len, DeviceRange{known.base, known.size});
+        return TF_OK;
+    }
+    return check_device_range_with_driver(owner, name, ptr, len);
+}
+
+tf_status check_device_range_with_driver(const RuntimeState &owner, const char *name,
+                                         uint64_t ptr, size_t len) {
     const DriverApi &api = owner.api();
     if (!api.cuMemGetAddressRange) return fail_missing("cuMemGetAddressRange");
     CUdeviceptr base = 0;

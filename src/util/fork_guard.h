@@ -25,7 +25,8 @@
 
 namespace tf {
 
-extern std::atomic<uint32_t> g_fork_generation;
+// Hidden: read by every call (RuntimeState::check_usable), so no GOT load.
+extern std::atomic<uint32_t> g_fork_generation __attribute__((visibility("hidden")));
 
 // Installs the handler once per process; call before reading the generation
 // for a new runtime.  Safe from any thread.
