@@ -561,6 +561,85 @@ static void oversized_structs_are_refused(void **state) {
     check_oversized_refused(UINT32_MAX); /* garbage: 4 GiB of the caller's memory */
 }
 
+/* ---- a newer caller's struct ----------------------------------------------
+ * An input struct longer than this library's is accepted only when every
+ * byte past the fields it knows is zero: a newer caller that sets any of
+ * them, the first included, asks for something this library cannot do. */
+
+enum { TAIL = 8 };
+
+/* Each builds its struct with TAIL more bytes, all zero but byte `k` of the
+ * tail (none when k < 0), and makes the call. */
+static tf_status options_with_tail(int k) {
+    unsigned char buf[sizeof(tf_runtime_options) + TAIL];
+    memset(buf, 0, sizeof buf);
+    tf_runtime_options_init((tf_runtime_options *)buf, sizeof buf);
+    if (k >= 0) buf[sizeof(tf_runtime_options) + k] = 0x80;
+    return tf_runtime_new_with_options(0, (tf_runtime_options *)buf, &out_rt);
+}
+static tf_status launch_with_tail(int k) {
+    unsigned char buf[sizeof(tf_launch_config) + TAIL];
+    tf_launch_config *c = (tf_launch_config *)buf;
+    memset(buf, 0, sizeof buf);
+    tf_launch_config_init(c, sizeof buf);
+    c->grid_x = 0; /* were the tail ignored, the launch would still be refused */
+    if (k >= 0) buf[sizeof(tf_launch_config) + k] = 0x80;
+    return tf_kernel_launch(fx.rt, fx.function, c, NULL);
+}
+static tf_status compile_with_tail(int k) {
+    unsigned char buf[sizeof(tf_compile_options) + TAIL];
+    memset(buf, 0, sizeof buf);
+    tf_compile_options_init((tf_compile_options *)buf, sizeof buf);
+    ((tf_compile_options *)buf)->arch = -1; /* refused too, were the tail ignored */
+    if (k >= 0) buf[sizeof(tf_compile_options) + k] = 0x80;
+    return tf_program_compile(fx.rt, kSource, (tf_compile_options *)buf, &out_program);
+}
+
+static const struct {
+    const char *op;
+    tf_status (*call)(int k);
+    const char *refused;  /* the message for a nonzero tail */
+    tf_status zero_tail;  /* the status with a zero tail */
+    const char *accepted; /* and its message, when not TF_OK */
+} tail_calls[] = {
+    {"tf_runtime_new_with_options", options_with_tail, "options set fields this library", TF_OK,
+     NULL},
+    {"tf_kernel_launch", launch_with_tail, "config sets fields this library",
+     TF_ERROR_INVALID_ARGUMENT, "every dimension must be at least 1"},
+    {"tf_program_compile", compile_with_tail, "options set fields this library",
+     TF_ERROR_INVALID_ARGUMENT, "must not be negative"},
+};
+
+static void every_byte_of_an_unknown_tail_is_checked(void **state) {
+    size_t i;
+    int k;
+    (void)state;
+    for (i = 0; i < sizeof tail_calls / sizeof tail_calls[0]; ++i) {
+        for (k = 0; k < TAIL; ++k) {
+            tf_status st;
+            out_rt = NULL, out_program = NULL;
+            st = tail_calls[i].call(k);
+            /* Released before judging, so a wrong answer leaks nothing. */
+            if (out_rt) assert_ok(tf_runtime_release(out_rt));
+            if (out_program) tf_program_release(out_program);
+            if (st != TF_ERROR_INVALID_ARGUMENT)
+                fail_msg("%s: tail byte %d set: status %d, not TF_ERROR_INVALID_ARGUMENT",
+                         tail_calls[i].op, k, (int)st);
+            assert_failure(st, TF_ERROR_INVALID_ARGUMENT, tail_calls[i].op, tail_calls[i].refused);
+            assert_null(out_rt);
+            assert_null(out_program);
+        }
+        out_rt = NULL, out_program = NULL;
+        if (tail_calls[i].zero_tail == TF_OK) {
+            assert_ok(tail_calls[i].call(-1));
+            assert_ok(tf_runtime_release(out_rt));
+        } else {
+            assert_failure(tail_calls[i].call(-1), tail_calls[i].zero_tail, tail_calls[i].op,
+                           tail_calls[i].accepted);
+        }
+    }
+}
+
 /* Length 0 checks no pointer and does nothing, whatever the pointers are. */
 static void zero_lengths_check_nothing(void **state) {
     (void)state;
@@ -632,6 +711,7 @@ int main(void) {
         TF_TEST(released_object_is_an_invalid_handle),
         TF_TEST_FIXTURE(bad_arguments_get_their_status_and_message, fixture_up, fixture_down),
         TF_TEST_FIXTURE(oversized_structs_are_refused, fixture_up, fixture_down),
+        TF_TEST_FIXTURE(every_byte_of_an_unknown_tail_is_checked, fixture_up, fixture_down),
         TF_TEST_FIXTURE(zero_lengths_check_nothing, fixture_up, fixture_down),
         TF_TEST_FIXTURE(slot_lock_reentry_is_refused, fixture_up, fixture_down),
     };

@@ -214,6 +214,12 @@ static void bad_arguments_are_refused(void **state) {
     assert_failure(tf_cublas_symbol("malloc", &f), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_symbol",
                    "'malloc' is not a cuBLAS symbol");
     assert_null(f);
+    /* The whole prefix counts, its case included. */
+    assert_failure(tf_cublas_symbol("cublaSgemm_v2", &f), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_cublas_symbol", "'cublaSgemm_v2' is not a cuBLAS symbol");
+    assert_failure(tf_cublas_symbol("cubla", &f), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_symbol",
+                   "is not a cuBLAS symbol");
+    assert_null(f);
     assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version",
                    "NULL");
     (void)v;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "support/double_link.h"
@@ -332,6 +333,65 @@ static void test_fault_wildcard(void **state)
     int after = 0;
     assert_int_equal(T->tfd_enter_ex("cublasSgemm_v2", &after), 0);
     assert_int_equal(after, 13);
+}
+
+/* A delayed entry sleeps without the double's lock: another thread's calls
+ * go through meanwhile.  tfd_reset removes the delay. */
+struct delayed_create {
+    CUcontext ctx;
+    CUstream stream;
+    CUresult rc;
+};
+
+static void *create_delayed(void *arg)
+{
+    struct delayed_create *d = arg;
+    d->rc = D.cuCtxSetCurrent(d->ctx);
+    if (d->rc == CUDA_SUCCESS)
+        d->rc = D.cuStreamCreate(&d->stream, 0);
+    return NULL;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void test_entry_delay(void **state)
+{
+    (void)state;
+    NEED_DOUBLE();
+    struct delayed_create d = {use_primary(0), NULL, CUDA_ERROR_UNKNOWN};
+    struct timespec t0;
+    pthread_t th;
+    int v = 0;
+    T->tfd_set_entry_delay_us("cuStreamCreate", 500000);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(pthread_create(&th, NULL, create_delayed, &d), 0);
+    /* While that thread sleeps in cuStreamCreate, this one is served. */
+    while (T->tfd_calls("cuCtxSetCurrent") < 2)
+        usleep(1000);
+    usleep(20000);
+    CU(D.cuDriverGetVersion(&v));
+    assert_true(seconds_since(&t0) < 0.5);
+    assert_int_equal(T->tfd_calls("cuStreamCreate"), 0); /* counted when it runs */
+    assert_int_equal(pthread_join(th, NULL), 0);
+    CU(d.rc);
+    assert_true(seconds_since(&t0) >= 0.5);
+    assert_int_equal(T->tfd_calls("cuStreamCreate"), 1);
+    CU(D.cuStreamDestroy(d.stream));
+    /* Removed by 0 and by tfd_reset; other entries never slept. */
+    T->tfd_set_entry_delay_us("cuStreamCreate", 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU(D.cuStreamCreate(&d.stream, 0));
+    CU(D.cuStreamDestroy(d.stream));
+    T->tfd_set_entry_delay_us("cuStreamCreate", 500000);
+    T->tfd_reset();
+    CU(D.cuStreamCreate(&d.stream, 0));
+    CU(D.cuStreamDestroy(d.stream));
+    assert_true(seconds_since(&t0) < 0.5);
 }
 
 static void test_call_log(void **state)
@@ -1536,6 +1596,7 @@ int main(void)
         TEST(test_fault_nth_times),
         TEST(test_fault_after),
         TEST(test_fault_wildcard),
+        TEST(test_entry_delay),
         TEST(test_call_log),
         TEST(test_primary_context),
         TEST(test_foreign_context),

@@ -4,6 +4,7 @@
  * trips of every size on the double and on a GPU; every failure injected
  * through the double; what is leaked versus freed. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -1083,15 +1084,34 @@ static void idle_copy_threads_sleep_and_wake(void **state) {
     free(src);
 }
 
+/* Every pthread_join of the process, the library's included: this
+ * program's definition comes first in the lookup order, before libc's (or
+ * a sanitizer's), to which it forwards. */
+static atomic_int joins;
+
+int pthread_join(pthread_t thread, void **retval) {
+    static int (*real)(pthread_t, void **);
+    if (!real) {
+        void *sym = dlsym(RTLD_NEXT, "pthread_join");
+        if (!sym) abort();
+        memcpy(&real, &sym, sizeof real);
+    }
+    atomic_fetch_add(&joins, 1);
+    return real(thread, retval);
+}
+
 /* A forked child releasing a runtime whose copy threads stayed in the
- * parent must not wait for them. */
+ * parent must not wait for them: it does not join them at all (a join that
+ * returns at once is luck: a thread that held the pool's lock at the fork
+ * would hang it).  The parent's release joins both, which proves the count
+ * sees the library's joins. */
 static void forked_child_releases_without_the_threads(void **state) {
     const int before = count_copy_threads();
     tf_runtime *rt = runtime_with(1, 3, 64 << 10);
     uint64_t d = lib_alloc(rt, MiB);
     unsigned char *buf = malloc(MiB);
     pid_t pid;
-    int status = 0, verdict[2];
+    int status = 0, verdict[2], joined;
     char answer = 0;
     (void)state;
     assert_ok(tf_download(rt, d, buf, MiB));
@@ -1103,9 +1123,11 @@ static void forked_child_releases_without_the_threads(void **state) {
         /* The answer goes through the pipe: the exit status is valgrind's
          * to use, which counts what the child inherited as leaked. */
         char ok;
+        int joined;
         alarm(20); /* a hang fails the test instead of blocking it */
+        joined = atomic_load(&joins);
         ok = tf_download(rt, d, buf, MiB) == TF_ERROR_RUNTIME_STATE &&
-                     tf_runtime_release(rt) == TF_OK
+                     tf_runtime_release(rt) == TF_OK && atomic_load(&joins) == joined
                  ? 'y'
                  : 'n';
         if (write(verdict[1], &ok, 1) != 1) _exit(2);
@@ -1118,7 +1140,9 @@ static void forked_child_releases_without_the_threads(void **state) {
     close(verdict[0]);
     assert_int_equal(answer, 'y');
     lib_free(rt, d);
+    joined = atomic_load(&joins);
     assert_ok(tf_runtime_release(rt));
+    assert_int_equal(atomic_load(&joins) - joined, 2);
     free(buf);
 }
 
@@ -1153,6 +1177,13 @@ static void download_options_are_validated(void **state) {
                    "tf_runtime_new_with_options", "download_chunk_bytes");
     assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options",
                    "not a multiple of 4096");
+    /* Whole pages: a multiple of 1024 or 2048 is not enough. */
+    assert_failure(new_with(0, (1 << 20) + 1024), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new_with_options", "download_chunk_bytes 1049600",
+                   "not a multiple of 4096");
+    assert_failure(new_with(0, (1 << 20) + 2048), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new_with_options", "not a multiple of 4096");
+    assert_ok(new_with(0, (1 << 20) + 4096));
     /* A caller built before these fields existed: defaults. */
     o.struct_size = (uint32_t)offsetof(tf_runtime_options, download_threads);
     o.download_threads = 999; /* beyond its struct: never read */

@@ -98,6 +98,35 @@ static void last_error_refuses_bad_struct(void **state) {
     tf_error_info_init(NULL, 0); /* ignored, no crash */
 }
 
+/* The smallest struct tf_last_error fills reaches past status: one that
+ * ends at status or inside it is refused, and nothing is written. */
+static void last_error_needs_the_whole_status(void **state) {
+    const size_t status_end = offsetof(tf_error_info, status) + sizeof(tf_status);
+    size_t size;
+    (void)state;
+    for (size = offsetof(tf_error_info, status); size < status_end; ++size) {
+        unsigned char buf[sizeof(tf_error_info)];
+        tf_error_info *info = (tf_error_info *)buf;
+        size_t i;
+        memset(buf, 0xAB, sizeof buf);
+        info->struct_size = (uint32_t)size;
+        assert_failure(tf_last_error(info), TF_ERROR_INVALID_ARGUMENT, "tf_last_error",
+                       "too small");
+        assert_int_equal(info->struct_size, size);
+        for (i = sizeof info->struct_size; i < sizeof buf; ++i) assert_int_equal(buf[i], 0xAB);
+    }
+    {
+        unsigned char buf[sizeof(tf_error_info)];
+        tf_error_info *info = (tf_error_info *)buf;
+        assert_int_equal(tf_runtime_identity(NULL, NULL), TF_ERROR_INVALID_ARGUMENT);
+        memset(buf, 0xAB, sizeof buf);
+        info->struct_size = (uint32_t)status_end;
+        assert_ok(tf_last_error(info));
+        assert_int_equal(info->status, TF_ERROR_INVALID_ARGUMENT);
+        assert_int_equal(buf[status_end], 0xAB);
+    }
+}
+
 static void *fail_on_other_thread(void *arg) {
     (void)arg;
     if (tf_runtime_retain(NULL) != TF_ERROR_INVALID_ARGUMENT) return NULL;
@@ -236,6 +265,58 @@ static void nested_calls_restore_the_outer_operation(void **state) {
 
 /* Teardown names tf_runtime_release in what it logs, whichever call drops
  * the runtime's last reference (here tf_event_release). */
+/* The header's CUresult to status table, row by row: a failed driver call
+ * reports the mapped status, the CUresult as its code in TF_CODE_CUDA and
+ * the call's name.  Injected into the primary context's retain, which no
+ * runtime exists yet to remember as a fault. */
+static const struct {
+    CUresult result;
+    tf_status status;
+} cuda_statuses[] = {
+    {CUDA_ERROR_OUT_OF_MEMORY, TF_ERROR_OUT_OF_MEMORY},
+    {CUDA_ERROR_STUB_LIBRARY, TF_ERROR_DRIVER_STUB},
+    {CUDA_ERROR_NO_DEVICE, TF_ERROR_NO_DEVICE},
+    {CUDA_ERROR_INVALID_DEVICE, TF_ERROR_DEVICE_UNAVAILABLE},
+    {CUDA_ERROR_DEVICE_UNAVAILABLE, TF_ERROR_DEVICE_UNAVAILABLE},
+    {CUDA_ERROR_NOT_SUPPORTED, TF_ERROR_NOT_SUPPORTED},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_INVALID_PC, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_ASSERT, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_LAUNCH_FAILED, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, TF_ERROR_DEVICE_FAULT},
+    {CUDA_ERROR_ECC_UNCORRECTABLE, TF_ERROR_DEVICE_FAULT},
+    /* every other result */
+    {CUDA_ERROR_INVALID_VALUE, TF_ERROR_CUDA},
+    {CUDA_ERROR_INVALID_CONTEXT, TF_ERROR_CUDA},
+    {CUDA_ERROR_UNKNOWN, TF_ERROR_CUDA},
+};
+
+static void driver_results_map_to_their_status(void **state) {
+    size_t i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    for (i = 0; i < sizeof cuda_statuses / sizeof cuda_statuses[0]; ++i) {
+        tf_runtime *rt = NULL;
+        tf_status st;
+        INJECT("cuDevicePrimaryCtxRetain", 1, cuda_statuses[i].result, 1);
+        st = tf_runtime_new(0, &rt);
+        if (st != cuda_statuses[i].status)
+            fail_msg("CUresult %d: status %d, expected %d", (int)cuda_statuses[i].result, (int)st,
+                     (int)cuda_statuses[i].status);
+        assert_failure(st, cuda_statuses[i].status, "tf_runtime_new",
+                       "cuDevicePrimaryCtxRetain failed");
+        assert_null(rt);
+        assert_int_equal(tf_last_error_code(), cuda_statuses[i].result);
+        assert_int_equal(tf_last_error_code_domain(), TF_CODE_CUDA);
+        assert_string_equal(tf_last_error_call(), "cuDevicePrimaryCtxRetain");
+        assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+    }
+}
+
 static void teardown_logs_under_its_own_name(void **state) {
     tf_runtime *rt;
     tf_event *ev;
@@ -263,12 +344,14 @@ int main(void) {
         TF_TEST(last_error_copies_into_caller_struct),
         TF_TEST(last_error_respects_a_smaller_struct),
         TF_TEST(last_error_refuses_bad_struct),
+        TF_TEST(last_error_needs_the_whole_status),
         TF_TEST(last_error_is_per_thread),
         TF_TEST(long_messages_are_truncated_not_overrun),
         TF_TEST(error_names_fall_back_to_the_number),
         TF_TEST(log_callback_can_be_set_and_reset),
         TF_TEST(log_callback_reentry_is_refused),
         TF_TEST(nested_calls_restore_the_outer_operation),
+        TF_TEST(driver_results_map_to_their_status),
         TF_TEST(teardown_logs_under_its_own_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

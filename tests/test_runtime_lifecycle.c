@@ -247,6 +247,35 @@ static void bound_handle_keeps_runtime_alive(void **state) {
     if (tfd()) assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
 }
 
+/* A released handle is recognised as long as it is among the last 4096
+ * released handles of every kind together (docs/bad-input.md): a runtime
+ * handle and an event released first are still told apart from garbage
+ * after 4094 more releases. */
+enum { QUARANTINE = 4096 };
+
+static void released_handles_are_recognised_for_4096_releases(void **state) {
+    tf_runtime *rt = new_runtime(), *bound = NULL;
+    tf_event *first = NULL, *e = NULL;
+    int32_t done = 0;
+    int i;
+    (void)state;
+    assert_ok(tf_runtime_bind_slot(rt, 1, &bound));
+    assert_ok(tf_event_new(rt, &first));
+    assert_ok(tf_runtime_release(bound));
+    assert_ok(tf_event_release(first));
+    for (i = 2; i < QUARANTINE; ++i) {
+        assert_ok(tf_event_new(rt, &e));
+        assert_ok(tf_event_release(e));
+    }
+    assert_failure(tf_runtime_retain(bound), TF_ERROR_INVALID_HANDLE, "tf_runtime_retain",
+                   "was already released");
+    assert_failure(tf_event_query(first, &done), TF_ERROR_INVALID_HANDLE, "tf_event_query",
+                   "was already released");
+    assert_failure(tf_event_query(e, &done), TF_ERROR_INVALID_HANDLE, "tf_event_query",
+                   "was already released");
+    assert_ok(tf_runtime_release(rt));
+}
+
 static void bind_slot_refuses_bad_slots(void **state) {
     tf_runtime *rt = new_runtime_with_slots(4), *bound = NULL;
     (void)state;
@@ -304,6 +333,7 @@ int main(void) {
         TF_TEST(identity_is_fresh_per_new_and_shared_by_clones),
         TF_TEST(retain_counts_until_last_release),
         TF_TEST(bound_handle_keeps_runtime_alive),
+        TF_TEST(released_handles_are_recognised_for_4096_releases),
         TF_TEST(bind_slot_refuses_bad_slots),
         TF_TEST(queries_describe_the_runtime),
     };

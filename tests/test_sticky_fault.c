@@ -100,9 +100,59 @@ static void illegal_address_is_sticky_and_quiet(void **state) {
     if (rc != 0) fail_msg("the child exited with %d (a failed check's line, or a crash)", rc);
 }
 
+/* Every CUresult the header calls sticky, met by a wait, makes the runtime
+ * unusable in the same way: TF_ERROR_DEVICE_FAULT with the CUresult, then
+ * every later call refused naming it, and a quiet release.  On the double
+ * only: the failure is injected, so the device itself stays healthy and the
+ * test runs in this process. */
+static const CUresult kSticky[] = {
+    CUDA_ERROR_ILLEGAL_ADDRESS,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    CUDA_ERROR_MISALIGNED_ADDRESS,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    CUDA_ERROR_INVALID_PC,
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_ASSERT,
+    CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_LAUNCH_TIMEOUT,
+    CUDA_ERROR_ECC_UNCORRECTABLE,
+};
+
+static void every_sticky_result_makes_the_runtime_unusable(void **state) {
+    size_t i;
+    (void)state;
+    REQUIRE_DOUBLE();
+    for (i = 0; i < sizeof kSticky / sizeof kSticky[0]; ++i) {
+        tf_runtime *rt = new_runtime();
+        void *stream = NULL;
+        char code[32];
+        const char *log;
+        snprintf(code, sizeof code, "(%d)", (int)kSticky[i]);
+        assert_ok(tf_runtime_stream(rt, &stream));
+        INJECT("cuStreamSynchronize", 1, kSticky[i], 1);
+        assert_failure(tf_runtime_sync(rt), TF_ERROR_DEVICE_FAULT, "tf_runtime_sync",
+                       "cuStreamSynchronize failed", code);
+        assert_int_equal(tf_last_error_code(), kSticky[i]);
+        /* the driver would now succeed: the runtime refuses by itself */
+        assert_failure(tf_runtime_sync(rt), TF_ERROR_DEVICE_FAULT, "tf_runtime_sync", "unusable",
+                       code);
+        assert_string_equal(tf_last_error_call(), "");
+        assert_failure(tf_with_context(rt, noop, NULL), TF_ERROR_DEVICE_FAULT, "tf_with_context",
+                       "unusable");
+        assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 1);
+        log_capture_start();
+        assert_ok(tf_runtime_release(rt));
+        log = log_capture_stop();
+        assert_string_equal(log, "");
+        assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+        tfd()->tfd_reset();
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(illegal_address_is_sticky_and_quiet),
+        TF_TEST(every_sticky_result_makes_the_runtime_unusable),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

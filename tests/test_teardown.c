@@ -93,11 +93,16 @@ static void activation_failure_leaks_and_logs(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     INJECT("cuCtxSetCurrent", 1, CUDA_ERROR_INVALID_CONTEXT, 1);
+    /* a last error the teardown must not change: its own failure is logged */
+    assert_int_equal(tf_runtime_retain(NULL), TF_ERROR_INVALID_ARGUMENT);
     log_capture_start();
     assert_ok(tf_runtime_release(rt));
     warnings = log_capture_stop();
     assert_non_null(strstr(warnings, "cuCtxSetCurrent failed"));
     assert_non_null(strstr(warnings, "leaking the runtime's streams"));
+    assert_int_equal(tf_last_error_status(), TF_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(tf_last_error_operation(), "tf_runtime_retain");
+    assert_string_equal(tf_last_error_call(), "");
     assert_int_equal(tfd()->tfd_calls("cuStreamSynchronize"), 0);
     assert_int_equal(tfd()->tfd_calls("cuStreamDestroy"), 0);
     assert_int_equal(tfd()->tfd_primary_refcount(0), 0);

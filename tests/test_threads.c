@@ -59,19 +59,26 @@ static void threads_share_runtimes(void **state) {
 
 struct race {
     tf_runtime *rt;
+    pthread_barrier_t start;
     void *stream[THREADS];
 };
 
 static void *first_use(void *arg) {
     struct race *r = arg;
     int32_t slot = 0;
+    int ok;
     /* a failure leaves a NULL stream, which the test asserts against */
-    if (tf_runtime_current_slot(r->rt, &slot) != TF_OK || slot < 0 || slot >= THREADS) return NULL;
-    if (tf_runtime_slot_stream(r->rt, 0, &r->stream[slot]) != TF_OK) r->stream[slot] = NULL;
+    ok = tf_runtime_current_slot(r->rt, &slot) == TF_OK && slot >= 0 && slot < THREADS;
+    pthread_barrier_wait(&r->start);
+    if (ok && tf_runtime_slot_stream(r->rt, 0, &r->stream[slot]) != TF_OK) r->stream[slot] = NULL;
     return NULL;
 }
 
-/* Threads racing for the first use of one slot all get the one stream. */
+/* Threads racing for the first use of one slot all get the one stream.  They
+ * set off together; on the double, the first to create the stream stays
+ * inside cuStreamCreate a while, so the others all find no stream yet and
+ * queue up behind it: each must then find the one it made, not make its
+ * own (and leak it). */
 static void racing_first_use_creates_one_stream(void **state) {
     struct race r;
     pthread_t t[THREADS];
@@ -79,14 +86,20 @@ static void racing_first_use_creates_one_stream(void **state) {
     (void)state;
     memset(&r, 0, sizeof r);
     r.rt = new_runtime_with_slots(THREADS);
-    for (i = 0; i < THREADS; ++i) pthread_create(&t[i], NULL, first_use, &r);
+    assert_int_equal(pthread_barrier_init(&r.start, NULL, THREADS), 0);
+    if (tfd()) tfd()->tfd_set_entry_delay_us("cuStreamCreate", 50000);
+    for (i = 0; i < THREADS; ++i) assert_int_equal(pthread_create(&t[i], NULL, first_use, &r), 0);
     for (i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&r.start);
     /* Each thread stored under its own slot number: all 16 answered, alike. */
     for (i = 0; i < THREADS; ++i) {
         assert_non_null(r.stream[i]);
         assert_ptr_equal(r.stream[i], r.stream[0]);
     }
-    if (tfd()) assert_int_equal(tfd()->tfd_calls("cuStreamCreate"), 1);
+    if (tfd()) {
+        assert_int_equal(tfd()->tfd_calls("cuStreamCreate"), 1);
+        assert_int_equal(tfd()->tfd_live(TFD_STREAMS), 1);
+    }
     assert_ok(tf_runtime_release(r.rt));
 }
 

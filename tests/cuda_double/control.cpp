@@ -59,6 +59,7 @@ void tfd_reset(void)
     Lock l = locked();
     State &s = state();
     s.rules.clear();
+    clear_entry_delays();
     s.hidden.clear();
     s.log.clear();
     s.calls.clear();
@@ -131,6 +132,12 @@ void tfd_fail_after(const char *entry, unsigned long nth, int code, unsigned lon
 {
     Lock l = locked();
     add_rule(entry, nth, code, times, true);
+}
+
+void tfd_set_entry_delay_us(const char *entry, unsigned long microseconds)
+{
+    if (entry != nullptr)
+        set_entry_delay(entry, microseconds);
 }
 
 void tfd_clear_faults(void)

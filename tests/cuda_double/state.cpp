@@ -1,7 +1,9 @@
 // Registry, mutex, call log, counters and fault rules of the driver double.
 #include "state.h"
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace tfd {
 
@@ -26,6 +28,44 @@ std::string canonical(const char *entry)
     if (std::strcmp(entry, "cuGetProcAddress_v2") == 0)
         return "cuGetProcAddress";
     return entry;
+}
+
+// Set while some entry has a delay: the common case costs one load.
+static std::atomic<bool> g_any_delay{false};
+
+void set_entry_delay(const char *entry, unsigned long microseconds)
+{
+    Lock l(state().mu);
+    std::map<std::string, unsigned long> &d = state().delays;
+    if (microseconds == 0)
+        d.erase(canonical(entry));
+    else
+        d[canonical(entry)] = microseconds;
+    g_any_delay.store(!d.empty(), std::memory_order_relaxed);
+}
+
+void clear_entry_delays()
+{
+    Lock l(state().mu);
+    state().delays.clear();
+    g_any_delay.store(false, std::memory_order_relaxed);
+}
+
+void delay_entry(const char *entry) noexcept
+{
+    if (!g_any_delay.load(std::memory_order_relaxed))
+        return;
+    unsigned long us = 0;
+    try {
+        Lock l(state().mu);
+        auto it = state().delays.find(canonical(entry));
+        if (it != state().delays.end())
+            us = it->second;
+    } catch (...) {
+        return;  // no memory for the name: no delay
+    }
+    if (us != 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
 
 bool is_driver_entry(const std::string &name)

@@ -163,6 +163,7 @@ struct State {
     std::map<uint64_t, tfd_cublas_info> cublas;
 
     std::vector<FaultRule> rules;
+    std::map<std::string, unsigned long> delays;     // by entry (tfd_set_entry_delay_us)
     std::set<std::string> hidden;
     std::set<std::string> names;                     // interned entry names
     std::vector<const char *> log;
@@ -195,8 +196,17 @@ bool is_driver_entry(const std::string &name);
 // throws: if the bookkeeping cannot allocate, the call goes unrecorded.
 void enter_locked(const char *entry, int *before, int *after) noexcept;
 
-// Runs one driver entry point: logs it, applies fault rules, then runs body
-// under the mutex.  A fault-after code replaces a successful result only.
+// Sleeps for the delay tfd_set_entry_delay_us set for `entry`, if any,
+// without the mutex: other threads keep calling the double meanwhile.
+void delay_entry(const char *entry) noexcept;
+// Sets (0: removes) the delay of `entry`.
+void set_entry_delay(const char *entry, unsigned long microseconds);
+// Removes every delay (tfd_reset).
+void clear_entry_delays();
+
+// Runs one driver entry point: sleeps for its delay (if any), logs it,
+// applies fault rules, then runs body under the mutex.  A fault-after code
+// replaces a successful result only.
 // No exception leaves an entry point (they are called from C): running out
 // of host memory is CUDA_ERROR_OUT_OF_MEMORY.  A host function (queued with
 // cuLaunchHostFunc) must not call the driver, as in CUDA: such a call is
@@ -205,6 +215,7 @@ template <class Body> CUresult run(const char *entry, Body body) noexcept
 {
     if (in_host_function())
         return CUDA_ERROR_NOT_PERMITTED;
+    delay_entry(entry);
     Lock lock(state().mu);
     int before = 0, after = 0;
     enter_locked(entry, &before, &after);

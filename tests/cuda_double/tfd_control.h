@@ -38,8 +38,9 @@ enum tfd_kind {
     TFD_KIND_COUNT = 8
 };
 
-/* Forget every fault rule, hidden-entry mark, call counter, the call log and
- * device configuration changes (back to one device).  Every stream first
+/* Forget every fault rule, entry delay, hidden-entry mark, call counter,
+ * the call log and device configuration changes (back to one device).
+ * Every stream first
  * runs the work still queued on it (tfd_drain_all); then the execution
  * settings go back to their defaults: TFD_EXEC_DEFERRED, query progress 0,
  * background delay 1000 us.  Objects that still exist (streams,
@@ -83,6 +84,13 @@ void tfd_fail(const char *entry, unsigned long nth, int code, unsigned long time
  * the current context yet reports an error). */
 void tfd_fail_after(const char *entry, unsigned long nth, int code, unsigned long times);
 void tfd_clear_faults(void);
+
+/* Every later call of the driver entry point `entry` first sleeps
+ * `microseconds` (0: no more), without holding the double's lock, then runs
+ * as usual: other threads go on calling the double meanwhile, so a test can
+ * hold one thread inside a call (cuStreamCreate) while others race past it.
+ * Delays are not counted or logged; tfd_reset removes them. */
+void tfd_set_entry_delay_us(const char *entry, unsigned long microseconds);
 
 /* Make cuGetProcAddress report `entry` as not found.  Takes effect for
  * resolutions made after the call (the library resolves once per process). */

@@ -29,7 +29,8 @@ extern "C" {
     X(reset) \
     X(set_devices) X(set_attribute) X(set_peer_access) X(set_total_mem) \
     X(set_initialized) X(set_driver_version) \
-    X(fail) X(fail_after) X(clear_faults) X(hide) X(poison_context) \
+    X(fail) X(fail_after) X(clear_faults) X(set_entry_delay_us) X(hide) \
+    X(poison_context) \
     X(context_poison) \
     X(calls) X(requested_version) X(requested_flags) \
     X(log_count) X(log_name) X(log_format) X(log_clear) \
