@@ -21,7 +21,8 @@ Prints the table of the pick against the driver and the library as compiled,
 the runners-up, what each setting is worth on its own, the CPU-only fault
 rows, and the exact source lines to change.  --apply rewrites those lines
 (include/tenferro_gpu.h, src/transfer/download_plan.h, the defaults table of
-docs/transfers.md); nothing else is touched.
+docs/transfers.md, and the Go, Rust and Julia bindings' copies of the two
+public defaults); nothing else is touched.
 """
 import argparse
 import math
@@ -258,6 +259,21 @@ def source_edits(p, spin):
          f"#define TF_DEFAULT_DOWNLOAD_THREADS {p['threads']}"),
         ("include/tenferro_gpu.h", r"#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES \(\(uint32_t\)\d+ << 20\)",
          f"#define TF_DEFAULT_DOWNLOAD_CHUNK_BYTES ((uint32_t){p['chunk'] // MiB} << 20)"),
+        # The bindings' copies of the two public defaults (check-values and
+        # each binding's own header test compare them with the header).
+        ("bindings/go/tenferro/runtime.go", r"DefaultDownloadThreads    = \d+",
+         f"DefaultDownloadThreads    = {p['threads']}"),
+        ("bindings/go/tenferro/runtime.go", r"DefaultDownloadChunkBytes = \d+ << 20",
+         f"DefaultDownloadChunkBytes = {p['chunk'] // MiB} << 20"),
+        ("bindings/rust/sys/src/header.rs", r"pub const TF_DEFAULT_DOWNLOAD_THREADS: u32 = \d+;",
+         f"pub const TF_DEFAULT_DOWNLOAD_THREADS: u32 = {p['threads']};"),
+        ("bindings/rust/sys/src/header.rs",
+         r"pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = \d+ << 20;",
+         f"pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = {p['chunk'] // MiB} << 20;"),
+        ("bindings/julia/src/LibTenferro.jl", r"const TF_DEFAULT_DOWNLOAD_THREADS = \d+",
+         f"const TF_DEFAULT_DOWNLOAD_THREADS = {p['threads']}"),
+        ("bindings/julia/src/LibTenferro.jl", r"const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES = \d+",
+         f"const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES = {p['chunk']}"),
         (plan, r"constexpr int kStagingDepth = \d+;",
          f"constexpr int kStagingDepth = {p['depth']};"),
         (plan, r"constexpr size_t kStepScale = .*;",

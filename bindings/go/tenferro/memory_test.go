@@ -172,9 +172,9 @@ func TestTransferDriverFailure(t *testing.T) {
 	b, err := tenferro.BufferFrom(rt, []float32{1, 2})
 	must(t, err)
 	defer b.Free()
-	d.Fail("cuMemGetAddressRange", 1, testsupport.CudaErrorUnknown, 1)
+	d.Fail("cuStreamQuery", 1, testsupport.CudaErrorUnknown, 1)
 	_, err = tenferro.DownloadScalar[float32](rt, b.Ptr())
-	e := asError(t, err, tenferro.StatusCUDA, "tf_download_scalar", "cuMemGetAddressRange", "CUDA_ERROR_UNKNOWN (999)")
+	e := asError(t, err, tenferro.StatusCUDA, "tf_download_scalar", "cuStreamQuery", "CUDA_ERROR_UNKNOWN (999)")
 	if e.Code != testsupport.CudaErrorUnknown || e.Domain != tenferro.CodeCUDA {
 		t.Fatalf("error record %+v", e)
 	}

@@ -45,7 +45,7 @@ const (
 	MaxRetirementCapacity     = 1048576
 	DefaultDownloadThreads    = 12
 	MaxDownloadThreads        = 64
-	DefaultDownloadChunkBytes = 16 << 20
+	DefaultDownloadChunkBytes = 8 << 20
 	MinDownloadChunkBytes     = 64 << 10
 	MaxDownloadChunkBytes     = 256 << 20
 
