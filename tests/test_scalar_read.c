@@ -153,6 +153,38 @@ static void read_is_ordered_after_deferred_work(void **state) {
     close_fixture(&f);
 }
 
+/* After 8 reads in a row found the stream idle (src/transfer/scalar_read.h,
+ * NOTE [idle streak]) a read takes the copy-and-flag path without asking
+ * cuStreamQuery.  Work queued behind its back is still read after: the flag
+ * arrives late, the blocking wait runs, and the next read asks again. */
+static void idle_streak_skips_the_query_until_work_shows_up(void **state) {
+    struct fixture f;
+    uint32_t word = 0;
+    int k;
+    (void)state;
+    REQUIRE_DOUBLE();
+    open_fixture(&f);
+    tfd()->tfd_set_execution(TFD_EXEC_SYNC);
+    tfd()->tfd_log_clear();
+    for (k = 0; k < 8; ++k) read_and_check(&f, (size_t)k, 4);
+    assert_int_equal(logged("cuStreamQuery"), 8);
+    tfd()->tfd_log_clear();
+    read_and_check(&f, 9, 4);
+    assert_string_equal(calls(), "cuCtxGetCurrent,cuMemcpyDtoHAsync,cuStreamWriteValue32");
+    /* Work the guess does not know about. */
+    make_busy(f.rt, f.scratch);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_download_scalar(f.rt, f.scratch + 8, &word, 4));
+    assert_int_equal(word, 0x5A5A5A5Au);
+    assert_string_equal(calls(), "cuCtxGetCurrent,cuMemcpyDtoHAsync,cuStreamWriteValue32,"
+                                 "cuStreamSynchronize");
+    tfd()->tfd_set_execution(TFD_EXEC_SYNC);
+    tfd()->tfd_log_clear();
+    read_and_check(&f, 10, 4);
+    assert_int_equal(logged("cuStreamQuery"), 1); /* asks again */
+    close_fixture(&f);
+}
+
 /* The double's background thread runs the ops while the host spins: every
  * read sees its own value, on both paths, whichever way it finished. */
 static void spinning_reads_see_their_own_value(void **state) {
@@ -374,6 +406,7 @@ int main(void) {
         TF_TEST(idle_stream_reads_with_a_copy_and_a_flag),
         TF_TEST(busy_stream_reads_with_the_kernel),
         TF_TEST(read_is_ordered_after_deferred_work),
+        TF_TEST(idle_streak_skips_the_query_until_work_shows_up),
         TF_TEST(spinning_reads_see_their_own_value),
         TF_TEST(fault_ahead_of_the_read_is_reported),
         TF_TEST(flag_write_failure),
