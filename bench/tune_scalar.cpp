@@ -195,7 +195,9 @@ private:
     }
 
     void copy_flag(CUstream s, bool query) {
-        if (query && api_.cuStreamQuery(s) != CUDA_SUCCESS) bench::die("stream not idle");
+        // The query's answer is not used: right after the previous read's
+        // flag the stream may still be retiring its last op.
+        if (query) (void)api_.cuStreamQuery(s);
         ++seq_;
         BENCH_CK(api_.cuMemcpyDtoHAsync(box_, dev_, 4, s));
         BENCH_CK(api_.cuStreamWriteValue32(s, flag_dev(), seq_, CU_STREAM_WRITE_VALUE_DEFAULT));
