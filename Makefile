@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # tenferro-gpu
 #
 #   make                 the library: build/lib/libtenferro_gpu.so.MAJOR.MINOR.PATCH

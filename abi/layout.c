@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Frozen ABI layout of include/tenferro_gpu.h: the size and alignment of every
  * public struct, the offset and size of every field, the size of every other
  * public typedef and the value of every enum constant.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // tf_with_context with an empty callback against the raw driver calls it
 // replaces, from three starting points: the primary context already current,
 // another context current, and no context current.

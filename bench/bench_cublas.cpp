@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // tf_cublas_enqueue against raw cuBLAS in the same process: SGEMM 64x64
 // enqueue on a cached handle, a handle made per call, and 8 threads each on
 // its own slot against 8 threads with their own raw handles.  The torch.mm

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Page-locked host memory and asynchronous copies against the raw driver, in
 // the same process, interleaved:
 //  - host_alloc_1MiB: tf_host_alloc + tf_host_free of a cached 1 MiB block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Peer copies between two GPUs against the raw driver in the same process,
 // interleaved: tf_peer_copy + tf_runtime_sync against cuMemcpyPeerAsync +
 // cuStreamSynchronize on a stream of the same source context, with peer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Transfers against the raw driver in the same process, interleaved:
 //  - the 4-byte scalar download (the hot path) on an idle stream and behind
 //    20 us of kernel work, and what its address checks cost;

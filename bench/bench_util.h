@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Shared by the benchmarks: the raw driver (loaded the way the library loads
 // it, so both sides call the same libcuda), median timing, and result rows.
 //

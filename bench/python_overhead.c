@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The C side of bench/python_overhead.py (make bench-python): each
  * function times `iters` calls of one library function from C and returns
  * the mean nanoseconds per call, so the Python binding's cost can be told

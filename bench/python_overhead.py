@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """What the Python binding adds to a library call (make bench-python).
 
 For each call the C call is timed from C (bench/python_overhead.c, built

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """torch.mm 64x64 float32 enqueue into an existing output: the peer of
 bench_cublas's sgemm64_enqueue (sustained: 2000 in a row) and
 sgemm64_enqueue_burst (bursts of 200).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The Python binding's scalar read against PyTorch's x.item(), on a GPU
 (tools/gpu/run-bench runs it when PyTorch sees one).
 

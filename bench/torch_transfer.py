@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """PyTorch peers of bench/bench_transfer.cpp, measured the same way (medians
 of repeated loops), for tools/tuning/plot_transfers.py and the benchmark report.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Sweeps the internal plan of bulk downloads into pageable memory (the
 // constants of src/transfer/download_plan.h and the header's download defaults) on a
 // GPU machine, against the driver's own pageable path, in one process.

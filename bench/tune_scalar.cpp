@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Where tf_download_scalar's time goes, and which ScalarReadPlan
 // (src/transfer/scalar_read.h) is fastest on this machine.  Linked with the
 // library's objects, like tune_download: the plan and the address check are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The first program to run: list the CUDA devices, create a runtime on
  * device 0, run a callback with its primary context current, synchronize and
  * release.  Without a usable GPU it says why and exits with status 1.

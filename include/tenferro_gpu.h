@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /**
  * @file tenferro_gpu.h
  * @brief tenferro-gpu: drive one CUDA device's runtime from any language.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The ABI gate (issue 6), run by `make check`:
 #
 #   make check-header    the header alone as C89/C99/C11 and C++98/11/17, gcc and clang

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Issue 7.4: every bad input of every public function is documented and
 # tested, run by `make check`:
 #

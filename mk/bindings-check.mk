@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # One consistency check over every language binding: each public function
 # of the header is bound (its name appears in a binding's non-test sources)
 # or listed with a reason in bindings/<lang>/UNBOUND.txt.  A binding folder

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The Go binding (bindings/go): cgo, with the library opened at run time.
 #
 #   make check-go        gofmt, go vet, go test and go test -race against the driver

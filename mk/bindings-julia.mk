@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The Julia binding (bindings/julia).  No Julia toolchain is needed for the
 # main check, and none has run the Julia tests on the machines that build
 # this tree: a checker parses every source file with a real Julia grammar

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Python binding (bindings/python/): pytest and mypy against the CUDA driver
 # double, a wheel with the library inside, and the binding's per-call cost.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Rust binding (bindings/rust/): the crates tenferro-gpu (safe API) and
 # tenferro-gpu-sys (raw declarations, bindings/rust/sys/), tested with cargo
 # against the CUDA driver double.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The API reference and the guides (issue 6), run by `make ci`:
 #
 #   make docs    tools/ci/check-header-docs (every function's parameters with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # C and C++ formatting with clang-format 14 and the top-level .clang-format
 # (tests/cuda_double/ refines it in its own):
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # libFuzzer over random call sequences against the driver double
 # (tests/fuzz/).  The library is built with clang, ASan, UBSan and coverage
 # into build/fuzz; the double without instrumentation.  `make fuzz` runs for

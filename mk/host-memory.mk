@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Page-locked host memory and asynchronous copies (docs/transfers.md).
 #
 #   make bench-host-smoke   bench/bench_host --smoke against the driver double:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The layering of src/ (src/README.md): every source in a layer folder, no
 # include of a layer above, src/api/ holding exported functions only.
 #

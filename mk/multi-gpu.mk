@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Several GPUs (issue 8).  `make check` runs test_multi_gpu against the
 # double (two devices there) like every suite; on a machine with two GPUs:
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Mutation score of the suites (tools/test/mutation/, docs/testing.md section
 # Mutation score): each planted bug of tools/test/mutation/mutations.json is built
 # into a scratch copy of the library (build/mutation/) and the suites run

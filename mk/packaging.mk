@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # What a packager and a user see of an installed tenferro-gpu.
 #
 #   make check-packaging  (make check) packaging/debian/ against the header and

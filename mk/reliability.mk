@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Reliability gates: every resolved entry point has a test that injects its
 # failure (tools/ci/fault-coverage).
 .PHONY: fault-coverage

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The soak (tests/soak/, docs/testing.md section Soak): N threads mixing
 # every call kind for D seconds, every status checked, resources sampled at
 # quiescent points; exits non-zero on any error or growth.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # tools/ by purpose (tools/README.md, one line per tool), run by `make check`:
 #
 #   make check-tool-paths   every tools/ path the tree names exists, and

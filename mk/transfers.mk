@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Transfers: the download bandwidth plot and the sweep of the download options.
 #
 #   make plot-transfers [LOG=docs/benchmarks.log]   docs/transfer-bandwidth.png

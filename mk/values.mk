@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The header's values against every place that quotes them, run by
 # `make check`:
 #

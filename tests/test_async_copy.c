@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Asynchronous copies between device memory and page-locked host memory the
  * runtime tracks: tf_download_async, tf_upload_async (the pool behind them:
  * test_host_memory.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Bad input, table-driven: every handle and object argument (NULL, released,
  * never one), every NULL output and every out-of-range value each get their
  * documented status and a message naming the operation, never a crash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_with_context and every call that runs caller code: the caller's exact
  * context comes back on every path, whatever that code did to it. */
 #include <cudaTypedefs.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // A C++ exception thrown by a callback never leaves the library, and the
 // caller's context still comes back.
 #include <stdexcept>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_cublas_enqueue, tf_cublas_symbol, tf_cublas_version: one lazily made
  * handle per slot, bound to the slot's stream once, with the runtime's
  * workspace; the pointer mode set before every enqueue under the slot lock;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_device_count, tf_device_info, tf_gpu_available: describing devices
  * creates no context and fails without partial results. */
 #include <stdio.h>

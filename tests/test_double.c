@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Self-test of the CUDA driver double (tests/cuda_double).
  *
  * Uses no part of libtenferro_gpu: the driver entry points are reached the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Self-test of the driver double's stream queues (tests/cuda_double/queue.h):
  * work runs when its stream runs it, in order, across streams through
  * event waits and the legacy stream; pageable and page-locked host memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Downloads: tf_download_scalar through the slot's page-locked staging, and
  * tf_download directly into page-locked memory or, for pageable memory,
  * through the slot's staging ring and the runtime's copy threads.  Round

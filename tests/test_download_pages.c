@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Bulk downloads into pageable memory whose pages are not all there yet:
  * never touched (the library faults them in ahead of its copy threads),
  * partly touched, shared, or a private mapping of a file.  The bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* When the system refuses to start copy threads, bulk uploads and
  * downloads still complete with the threads that did start (at least the
  * caller), and a warning says so once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Loading CUDA: the driver by SONAME (or an absolute override), entry points
  * through cuGetProcAddress with explicit versions, and the failure cases told
  * apart: no driver, a stub driver, no device, a missing entry point.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Statuses, the thread-local last error, and the log callback. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A runtime used in a forked child refuses with a runtime-state error naming
  * the fork, touches no driver, and the parent is unaffected.  A fork while
  * other threads hold the library's locks, or run its one-time loads, leaves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Page-locked host memory: the per-runtime caching pool (tf_host_alloc,
  * tf_host_free, tf_host_record_use, tf_host_trim, tf_host_stats) and
  * registered caller memory (tf_host_register, tf_host_unregister).  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Kernels: PTX, CUBIN and fatbin images loaded into the runtime's primary
  * context, functions launched on the caller's slot stream, NVRTC compiling
  * CUDA C++ for the runtime's device; every failure reported with the JIT or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Device memory and the copies that need no staging: tf_alloc / tf_free
  * (stream-ordered from the device's pool, plain cuMemAlloc without pools),
  * tf_upload, tf_copy, tf_peer_copy_available / tf_peer_copy. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Several devices in one process: runtimes on two devices used from the
  * same threads, the caller's exact context restored across devices, no
  * primary context on a device nobody asked for (checked in fresh

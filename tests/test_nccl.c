@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* NCCL on the runtimes' slot streams: an all-reduce across two GPUs whose
  * work is queued with tf_stream_enqueue, in the two ways programs drive
  * NCCL:

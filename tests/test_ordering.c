@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Ordering the library promises, made observable by the double's deferred
  * streams (work runs only when its stream is made to progress):
  *  - tf_slot_wait and tf_event_record / tf_event_wait order work of one

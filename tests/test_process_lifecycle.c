@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Whole-process behaviour: exiting with runtimes still alive, and loading
  * and unloading the library many times. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_workspace_retire: a release runs once the slot's stream passed the
  * event recorded at retirement (found by later retirements, polls and syncs,
  * drained at teardown), in retirement order, with the primary context

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_runtime_new / retain / release / bind_slot and the runtime queries. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* tf_download_scalar's paths: a copy and a flag (cuStreamWriteValue32) on an
  * idle stream, the library's one-thread kernel behind queued work, a copy
  * and a stream wait where neither can run.  Each path's calls, ordering

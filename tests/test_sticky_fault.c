@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A sticky device fault: a kernel writes an illegal address.  Every later
  * call on the runtime reports TF_ERROR_DEVICE_FAULT with the original cause,
  * the last release leaks quietly, and the process exits normally.

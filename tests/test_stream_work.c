@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Any library's work on the slot streams (tf_stream_enqueue) and ordering
  * between slots (tf_slot_wait, tf_event): the right stream and context, the
  * caller's context back, events instead of device-wide waits, and a consumer

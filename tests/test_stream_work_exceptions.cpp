@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // C++ exceptions thrown by the callbacks of the stream-work calls never
 // leave the library: the call reports TF_ERROR_CALLBACK, the caller's
 // context comes back, the slot lock is released; a release that throws is

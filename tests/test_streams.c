@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Stream slots: created once, non-blocking, in the primary context, chosen
  * by the calling thread; tf_runtime_sync waits for the caller's slot only;
  * a sticky device fault makes every later call refuse. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Thread stress: 32 threads run mixed operations on shared runtimes and on
  * runtimes they create themselves, for a bounded time, checking every
  * result.  Against the double in make check (and under TSan in make tsan);

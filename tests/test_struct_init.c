@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The *_init functions write exactly the caller's struct: an older caller
  * (smaller struct_size) never sees a byte written past its struct, a newer
  * one (larger struct_size) gets zeros past the fields this library knows. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The last release: synchronize every created stream; free only if all of
  * them retired, else leak on purpose; release the primary context; leave the
  * caller's context as it was.  Failures go to the log, never to the status. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Many threads share runtimes: context switches, streams, syncs, retains and
  * releases, each thread checking that its own context comes back. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Uploads from pageable memory above the staging threshold: host threads
  * copy steps into the slot's staging ring while the device copies earlier
  * steps out.  Round trips, the calls of the pipeline, the source free on

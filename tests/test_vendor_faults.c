@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Failures of the vendor-library entry points the feature suites do not
  * reach on their own: the name and text functions of cuBLAS and NVRTC (a
  * message must still carry the number), cublasGetProperty, NVRTC's CUBIN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Loading cuBLAS and NVRTC: lazily, by SONAME (13 first, then 12) or from
  * an absolute override path; a missing library is TF_ERROR_LIBRARY_NOT_FOUND
  * with what to add to LD_LIBRARY_PATH, and the capability says 0.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The version the header promises is the version the library reports. */
 #include <stdio.h>
 #include <string.h>

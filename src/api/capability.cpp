@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // tf_runtime_supports: which capabilities this runtime offers.
 #include "api/guard.h"
 #include "driver/cublas_library.h"

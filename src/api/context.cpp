@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public context and stream calls: tf_with_context, tf_runtime_stream,
 // tf_runtime_slot_stream, tf_runtime_sync.
 #include "api/guard.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public host-to-device and device copies: tf_upload, tf_copy.
 #include "api/guard.h"
 #include "driver/cuda_status.h"

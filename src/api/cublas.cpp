@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // cuBLAS on the slot streams: tf_cublas_enqueue, tf_cublas_symbol,
 // tf_cublas_version.
 #include <cstring>

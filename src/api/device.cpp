@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public device discovery: tf_device_count, tf_device_info, tf_gpu_available.
 #include <cstring>
 

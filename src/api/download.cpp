@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public downloads: tf_download_scalar (the hot path) and tf_download.
 #include "api/guard.h"
 #include "driver/cuda_status.h"

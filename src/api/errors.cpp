@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // The calling thread's last error and the names of statuses:
 // tf_last_error*, tf_clear_last_error, tf_error_info_init, tf_status_string.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Explicit cross-slot ordering: tf_event.
 #include <memory>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The guard around every extern "C" body, and the handle checks that open
 // the calls on a runtime and on its objects.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public page-locked host memory: tf_host_alloc, tf_host_free,
 // tf_host_record_use, tf_host_register, tf_host_unregister, tf_host_stats,
 // tf_host_trim (the pool: transfer/host_pool.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // The log callback: tf_set_log_callback.
 #include "api/guard.h"
 #include "util/log.h"

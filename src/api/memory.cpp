@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public device memory calls: tf_alloc, tf_free.
 #include "api/guard.h"
 #include "driver/cuda_status.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Modules and kernels: tf_module_load / _function / _release,
 // tf_function_set_attribute, tf_kernel_launch.
 #include <cstring>

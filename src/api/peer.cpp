@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Public copies between the devices of two runtimes: tf_peer_copy_available,
 // tf_peer_copy.
 #include "api/guard.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Run-time compilation with NVRTC: tf_program_compile and the program's
 // image and log.
 #include <cstdio>

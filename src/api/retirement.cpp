@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Deferred workspace release: tf_workspace_retire, tf_workspace_poll,
 // tf_workspace_stats.
 #include <cstring>

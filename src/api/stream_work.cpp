@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Any library's work on the slot streams and ordering between slots:
 // tf_stream_enqueue, tf_slot_wait.
 #include "api/guard.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Scoped activation of a CUDA context that puts the caller's context back.
 //
 // The caller's exact current context (NULL included) is saved with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 #include "driver/cublas_library.h"
 
 #include "driver/vendor_library.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // cuBLAS, loaded at first use: the function table and its failure messages.
 //
 // libcublas.so.13 is tried first, then libcublas.so.12 (or the absolute path

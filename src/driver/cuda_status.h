@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // CUresult -> tf_status, and the message every failed driver call leaves.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Device discovery: counting and describing devices without creating a context.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The CUDA driver's function table, loaded at run time.
 //
 // Nothing links against libcuda: libcuda.so.1 is opened with dlopen and every

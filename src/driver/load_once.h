@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // One-time loading of a library (the CUDA driver, cuBLAS, NVRTC) that a
 // fork() cannot leave stuck.
 //

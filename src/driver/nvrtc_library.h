@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // NVRTC, loaded at first use: the function table and its failure messages.
 //
 // libnvrtc.so.13 is tried first, then libnvrtc.so.12 (or the absolute path

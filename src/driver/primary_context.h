@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Ownership of one retain of a device's primary context.
 #pragma once
 

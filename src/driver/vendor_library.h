@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Lazily loaded vendor libraries (cuBLAS, NVRTC): found by SONAME, newest
 // major first, or at the absolute path an environment variable names.
 //

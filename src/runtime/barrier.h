@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a completed stream barrier lets the runtime reclaim.
 #pragma once
 

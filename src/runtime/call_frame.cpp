@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 #include "runtime/call_frame.h"
 
 #include "transfer/device_range.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // CallFrame: what a call on a runtime stands on while it runs.
 //
 // Every entry point that touches the device builds one frame on its stack

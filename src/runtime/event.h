@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a tf_event* points to: a driver event of one runtime.
 #pragma once
 

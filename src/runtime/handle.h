@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The one model of every opaque object a caller holds: tf_runtime,
 // tf_event, tf_module and tf_program (NOTE [handle model] in src/README.md).
 //

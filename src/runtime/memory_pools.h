@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Whether device memory comes from the device's memory pool (stream-ordered
 // cuMemAllocAsync / cuMemFreeAsync) or from plain cuMemAlloc / cuMemFree.
 #pragma once

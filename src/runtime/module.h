@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a tf_module* points to: a loaded driver module of one runtime.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a tf_program* points to: the outcome of one run-time compilation.
 // It belongs to no runtime; its last release frees the log and the image.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Deferred release of workspaces behind CUDA events (tf_workspace_retire).
 //
 // A retirement records an event on its slot's stream and queues

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Runtime handles: what a tf_runtime* points to.
 //
 // A handle (runtime/handle.h) is a small shell holding a reference count,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The state shared by every handle of one runtime.
 #pragma once
 

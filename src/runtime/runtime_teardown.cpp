@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Teardown of a runtime when its last handle is released.
 //
 // Order: synchronize every created stream; only if all of them retired,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Handles of objects that belong to one runtime (tf_event, tf_module).
 //
 // Each is a handle (runtime/handle.h) that holds a reference to its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The cuBLAS handle of one stream slot.
 //
 // INVARIANT: `handle` is either NULL or completely set up: created in the

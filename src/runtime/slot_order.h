@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The event of a stream slot that other slots wait for (tf_slot_wait).
 //
 // One event per slot, created at first use and published with a

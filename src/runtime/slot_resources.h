@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Per-slot resources of the features built on the slot streams.
 //
 // Each member is created lazily, under the slot lock, by the feature that

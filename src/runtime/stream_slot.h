@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Stream slots: the per-slot stream, the per-slot lock and what hangs off it.
 //
 // INVARIANT: a slot's stream is created once, as a non-blocking stream in the

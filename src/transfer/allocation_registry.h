@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The device allocations made through the library (tf_alloc), so that a
 // transfer's address check answers them without a driver call.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Host threads that copy staged download steps into pageable memory.
 //
 // One pool per runtime, started at the runtime's first bulk download into

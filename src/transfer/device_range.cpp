@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 #include "transfer/device_range.h"
 
 #include "driver/cuda_status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Checking a caller's device address before anything is queued.
 #pragma once
 

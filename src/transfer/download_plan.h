@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // How a bulk download into pageable memory is cut up and handed to the copy
 // threads.  The library runs with kDownloadPlan; bench/tune_download sweeps
 // other plans through the same code, and tools/tuning/pick_download_defaults.py

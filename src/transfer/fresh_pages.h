@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Never-touched destinations of bulk downloads: telling them apart and
 // faulting their pages in ahead of the copy.
 //

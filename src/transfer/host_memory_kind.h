@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What kind of host memory a caller's pointer is.
 #pragma once
 

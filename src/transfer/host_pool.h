@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The runtime's page-locked host memory: a caching pool of cuMemHostAlloc
 // blocks (tf_host_alloc, tf_host_free) and the caller's ranges registered
 // with cuMemHostRegister (tf_host_register), the ranges the asynchronous

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // tf_download_scalar below the copy engine's floor.
 //
 // A copy into page-locked memory followed by cuStreamSynchronize costs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Bulk uploads from pageable memory through the slot's staging ring.
 //
 // The driver's own pageable path copies through a small internal buffer

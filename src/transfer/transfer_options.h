@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The transfer fields of tf_runtime_options: validation and defaults.
 #pragma once
 

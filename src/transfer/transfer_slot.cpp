@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 #include "transfer/transfer_slot.h"
 
 #include "driver/cuda_status.h"

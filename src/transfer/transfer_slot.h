@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Per-slot staging of the transfers: the scalar mailbox and the bulk ring.
 //
 // Both live in the slot's SlotResources and are guarded by the slot lock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a runtime keeps for its transfers, beside the per-slot staging
 // (transfer/transfer_slot.h): the copy threads and answers cached from the driver.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Calling a caller's callback: nonzero returns and C++ exceptions become
 // TF_ERROR_CALLBACK; nothing the callback throws leaves the library.
 #pragma once

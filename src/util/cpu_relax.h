@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // cpu_relax(): the hint a spin-wait loop gives the CPU between two polls
 // (the copy pool's workers, the scalar read's flag).
 #pragma once

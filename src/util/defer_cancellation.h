@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Thread cancellation (pthread_cancel) held off for a section.
 //
 // Cancellation acted on at a cancellation point unwinds the thread's stack.

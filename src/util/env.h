@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Environment overrides for where CUDA libraries are loaded from.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Thread-local last error: the record every failing public function leaves,
 // and the name of the public function running on the thread.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What a fork() does to this library, without a system call per call.
 //
 // One pthread_atfork child handler, installed once (pthread_once) before

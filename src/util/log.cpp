@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Log callback dispatch.
 //
 // INVARIANT: once tf_set_log_callback returns, the previous callback is never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Warnings that have no caller to return to: restore and teardown failures.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Versioned structs across the ABI: each starts with uint32_t struct_size and
 // only grows at the end.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The calling thread's sequence number, which picks its stream slot.
 #pragma once
 

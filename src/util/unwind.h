@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Thread cancellation and pthread_exit() unwind the stack with a foreign
 // exception (abi::__forced_unwind) that must never be swallowed: a handler
 // that does not rethrow it aborts the process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Helpers shared by the companion doubles (cuBLAS, NVRTC).  They keep no
 // state of their own that tests need: calls are logged, counted and fault
 // injected through the libcuda double (tfd_enter_ex), and all their work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Contexts: one primary context per device with a retain count, test-made
 // non-primary contexts, the per-thread current context and peer access.
 #include "context.h"

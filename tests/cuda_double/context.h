@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Context helpers shared by the entry points and the control interface.
 // All of them expect the state mutex to be held.
 #ifndef TFD_CONTEXT_H

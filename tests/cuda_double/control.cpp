@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // The tfd_* control interface (tfd_control.h).  Every function takes the
 // double's mutex; none of them is logged or counted as a call.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Copies and memsets: validated when called, done when their stream runs
 // them (queue.h), with the real driver's rules for host memory:
 //  * pageable host memory (anything but a cuMemHostAlloc block): an

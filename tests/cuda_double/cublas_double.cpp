@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // cuBLAS double (libcublas.so.13, and libcublas.so.12 from the same source).
 // Handles live in the driver double (tfd_cublas_register) so tests can see
 // them through libcuda.so.1.  A GEMM is checked at the call (it needs the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Initialisation and device queries.  Devices look like a compute
 // capability 9.0 part with 132 multiprocessors and 80 GiB (not backed).
 #include <cstdio>

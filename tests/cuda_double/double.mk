@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The CUDA driver double and its companions (tests only).
 #
 #   $(DOUBLE_DIR)/libcuda.so.1       driver double + tfd_* control interface

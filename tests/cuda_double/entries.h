@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Declarations of the double's driver entry points, generated from the
 // library's own list (src/driver/driver_entries.inc).  Each one is declared with the
 // function type of PFN_<name>_v<version> from cudaTypedefs.h, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // cuGetErrorName / cuGetErrorString: the names from cuda.h and the
 // driver's descriptions for the codes a library is likely to meet.  Other
 // codes are CUDA_ERROR_INVALID_VALUE with *str set to NULL, as in the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Device memory, pinned host memory and pointer queries (copies: copy.cpp).
 //
 // Device memory is backed by anonymous mappings made with MAP_NORESERVE, so

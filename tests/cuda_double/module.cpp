@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Modules and kernels.  An image is NUL-terminated PTX-like text; its
 // ".entry NAME" lines declare kernels.  Only names the double knows as
 // built-in fake kernels yield functions.  A launch is checked at the call and

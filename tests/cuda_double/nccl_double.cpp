@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // NCCL double (libnccl.so.2): the few entry points a program needs for an
 // all-reduce on its streams -- ncclGetVersion, ncclGetUniqueId,
 // ncclCommInitRank, ncclGroupStart/End, ncclAllReduce (sum of int32, float

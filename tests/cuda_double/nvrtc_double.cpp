@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // NVRTC double (libnvrtc.so.13).  "Compiling" a program:
 //  * fails with NVRTC_ERROR_COMPILATION when the source has an #error
 //    directive, logging "<name>(LINE): error: <text>" for each;

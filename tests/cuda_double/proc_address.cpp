@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // cuGetProcAddress: the only way the library reaches the double's driver
 // entry points.  The table is generated from src/driver/driver_entries.inc; each
 // entry is converted to its PFN_<name>_v<version> type first, so an entry

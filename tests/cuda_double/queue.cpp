@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Stream queues of the driver double: ordering, progress, the background
 // thread.  See queue.h for the rules.
 #include "queue.h"

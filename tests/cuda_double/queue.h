@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Stream queues of the CUDA driver double: the device's side of the work.
 //
 // Every stream-ordered call (copies, memsets, kernel launches, cuBLAS GEMMs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Reading enum arguments that may hold any int.  A caller can pass a value
 // outside the enumerators (that is exactly what argument validation is
 // for), and loading such a value as the enum type is undefined behaviour in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Registry, mutex, call log, counters and fault rules of the driver double.
 #include "state.h"
 

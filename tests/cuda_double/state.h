@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // Shared state of the CUDA driver double: the registry of every object, the
 // one mutex that guards it, fault rules, counters and the call log.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Streams, events and the calls that wait for them.  Each stream has a queue
 // (queue.h); an event record is a marker op in its stream's queue, so an
 // event is complete once its stream has run the marker.  A stream wait is an

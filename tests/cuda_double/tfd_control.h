@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Control interface of the CUDA driver double (tests only).
  *
  * The double is a shared library named libcuda.so.1 that implements, in host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // libFuzzer harness: random sequences of public calls with random arguments,
 // random injected driver failures and sticky faults, against the driver
 // double.  Invariants checked after every call:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Loads and unloads libtenferro_gpu.so.1 100 times in one process, creating
  * and releasing a runtime each time, and fails if the library is not really
  * unloaded or the resident memory keeps growing.  Built without linking the

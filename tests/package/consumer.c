@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A program built the way users build against an installed tenferro-gpu:
  *
  *   cc consumer.c $(pkg-config --cflags --libs tenferro_gpu)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Loads the installed library by its SONAME the way a binding does (Python's
  * ctypes, Julia's Libdl, Rust's libloading, Go through cgo's dlopen) and
  * resolves every exported symbol.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Counting driver shim for the soak (tests/soak/soak.cpp).
  *
  * The library loads it instead of libcuda.so.1 when TENFERRO_GPU_CUDA_DRIVER

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The kernel every runtime of the soak loads: PTX the driver compiles, and
 // the same in CUDA C++ for NVRTC.  Both define extern "C"
 // tfd_fill_u32(u64 dst, u32 value, u32 n), which the driver double also

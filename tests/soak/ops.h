@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // What the operation files share: each worker's buffers and the checked
 // building blocks (download and compare, launch and compare, SGEMM and
 // compare, a retired workspace).

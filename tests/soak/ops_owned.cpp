@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // A short-lived runtime's whole life on one worker: created with small
 // options (so its staged downloads run several pipeline steps through two
 // copy threads, and its retirement queue overflows into barrier fallbacks),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Operations on the long-lived runtime every sharer uses, through the
 // runtime's handle (the calling thread's slot) or a handle bound to a
 // random slot.  Each operation checks every status and, now and then, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Samples of the process's resources, taken while the workers are paused.
 #include <dirent.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Soak: N threads (default 32) mix every call kind of tenferro_gpu.h for D
 // seconds (default 300), checking every status and, now and then, every
 // byte they produced.  Three of every four threads share one long-lived

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The soak: N threads mixing every call kind of tenferro_gpu.h for D
 // seconds, every status checked, and the process's resources sampled at
 // quiescent points (docs/testing.md, section Soak).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // The soak's shared pieces: the raw driver, error accounting, the kernels.
 #include <dlfcn.h>
 

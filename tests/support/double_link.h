@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Run-time link to the CUDA driver double's control interface.
  *
  * Tests never link the double: the library under test loads whatever

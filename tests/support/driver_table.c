@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The driver's entry points for the double's self-tests; see driver_table.h. */
 #include "support/driver_table.h"
 

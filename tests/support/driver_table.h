@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The driver's entry points, called directly, for the double's self-tests
  * (tests/test_double*.c): every entry of the library's list
  * (src/driver/driver_entries.inc) and the double's extra ones

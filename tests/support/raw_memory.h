@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Device memory for tests, without the library's own allocation calls.
  *
  * cuMemAlloc / cuMemFree come from the libcuda.so.1 the library loaded

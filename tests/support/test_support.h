@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Shared by the suites: mode detection, error assertions, log capture,
  * the raw driver for checking the thread's context, child processes. */
 #ifndef TF_TEST_SUPPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Helpers of the transfer suites: device buffers, byte patterns, page-locked
  * host memory and device work queued through whichever driver is loaded
  * (the double or the real one), so the same tests run on both. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """What the public header declares, read from clang's JSON AST.
 
 Shared by tools/ci/abi-layout (frozen struct layouts and enum values) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Builds and runs the two consumers of an installed tenferro-gpu: the
 # pkg-config one (tests/package/consumer.c) and the CMake project
 # tests/package/cmake-consumer (the same program, found with find_package).

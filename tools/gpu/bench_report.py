@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Turns the RESULT/INFO/PEER lines the benchmarks print into markdown.
 
     bench_report.py LOG > docs/benchmarks.md

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Picks the pageable download defaults from a bench/tune_download log.
 
     tools/tuning/pick_download_defaults.py LOG [--tolerance 0.02] [--apply]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Picks tf_download_scalar's read plan from a bench/tune_scalar log.
 
 Usage: pick_scalar_plan.py LOG [--apply] [--smoke]

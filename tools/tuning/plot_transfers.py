@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Draws download and upload bandwidth against size from a benchmark log.
 
     tools/tuning/plot_transfers.py LOG [OUT.png]     (default docs/transfer-bandwidth.png)

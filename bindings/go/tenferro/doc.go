@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Package tenferro drives one CUDA device's runtime through tenferro-gpu's C
 // library (libtenferro_gpu.so.1): the device's primary context, stream slots
 // and what hangs off them: a cuBLAS handle per slot (CublasEnqueue, with

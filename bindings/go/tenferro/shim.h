@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* C side of the Go binding (cgo builds only): the one list of the library's
  * functions the binding calls, the table they are called through, and one
  * wrapper per function for Go to call.

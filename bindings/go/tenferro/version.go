@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 package tenferro
 
 // HeaderVersion is TF_VERSION_NUMBER of the header this package was built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What the Julia binding's choices cost at the C level, measured against
  * whatever libcuda.so.1 the library loads (a GPU's driver, or the double):
  *

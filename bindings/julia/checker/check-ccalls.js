@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // node check-ccalls.js HEADER JULIA_FILE_OR_DIR... [--vendor C_HEADER]...
 //                      [--project PROJECT_TOML] [--syntax JULIA_FILE_OR_DIR...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // Verifies the Julia module's ccalls against the C headers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // Project.toml's package extensions, which Julia checks only when the
 // trigger package is loaded: each [extensions] entry names triggers listed

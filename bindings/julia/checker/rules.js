@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // Rules about the Julia sources that are not about C types, for what Julia
 // itself would only find when the code runs (and no Julia runs where the

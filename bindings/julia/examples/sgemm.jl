@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Multiplies two matrices with cuBLAS through tenferro-gpu and checks the
 # product on the CPU: uploads, a GEMM on the task's stream, downloads,
 # errors.  Without a GPU (or without libtenferro_gpu.so.1) it says so and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Julia functions called by the library: the bodies of with_context,
 # stream_enqueue and cublas_enqueue, retirement releases, the log callback.
 # An exception must never unwind through the library's C frames, so the

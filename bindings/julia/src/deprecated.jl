@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Names of earlier versions, no longer exported.  CUDA.jl exports
 # `synchronize`, `stream`, `device` and `launch`: a program using both
 # packages could use neither package's unqualified, so TenferroGPU exports

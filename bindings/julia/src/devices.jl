@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Devices.
 
 "What the driver reports about one device (`tf_device_properties`)."

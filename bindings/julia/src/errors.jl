@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Errors: every failing call throws a TenferroError built from a copy of the
 # library's thread-local record.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Events: explicit ordering between slots, runtimes and the host.
 
 """

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Reference-counted library objects (runtimes, events, modules, programs):
 # one Julia object per reference, safe against `close` racing with calls.
 #

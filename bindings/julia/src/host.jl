@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Page-locked host memory and asynchronous copies (tf_host_alloc ..
 # tf_upload_async, new in 1.1; docs/transfers.md, "Page-locked host memory"
 # and "Asynchronous copies").  Against a 1.0 library these calls throw a

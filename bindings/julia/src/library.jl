@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Finding libtenferro_gpu.so.1.  A program that merely can use a GPU must
 # load this package and learn that there is none, not fail at `using`, so
 # the library is looked for once in __init__ and its absence recorded:

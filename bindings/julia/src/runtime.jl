@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Runtimes: one Julia object per reference to a C tf_runtime.
 
 """

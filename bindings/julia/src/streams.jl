@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Streams: handles bound to one stream slot, and each task's own stream.
 #
 # The C library picks an unbound handle's slot from the calling OS thread.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Waiting for the device without stalling the garbage collector.
 #
 # tf_runtime_sync, tf_event_synchronize, tf_download and tf_download_scalar

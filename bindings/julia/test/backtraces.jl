@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # An exception thrown in a body the library runs (with_context,
 # stream_enqueue, cublas_enqueue) reaches the caller as the same object,
 # and where it was thrown is still on the exception stack.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The CUDA.jl extension (ext/TenferroGPUCUDAExt.jl), where CUDA.jl is
 # installed in the environment and has a real GPU: CUDA.jl loads its own
 # driver, so the double cannot stand in.  It is not a test dependency of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Page-locked host memory and asynchronous copies: host_alloc arrays,
 # host_register, download_async! / upload_async! and their events, the
 # pool's stats and trim, and a library that lacks them.

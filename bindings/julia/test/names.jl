@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The exported names, against CUDA.jl's (the list the checker uses), and the
 # older names, still there unexported.  Needs no device.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # A program that merely can use a GPU starts, and learns there is none, when
 # libtenferro_gpu.so.1 cannot be loaded.  Each case runs a fresh Julia
 # process: this one has the library loaded already.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Tests of TenferroGPU, against the CUDA driver double (make check-julia, when
 # a Julia toolchain is present) or a real GPU (TF_TEST_MODE=gpu).  The
 # library is found through TENFERRO_GPU_LIBRARY or the loader path; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Streams: explicit ones, each task's own, and work that moves between OS
 # threads.  Included by runtests.jl when a device (or the double) is there.
 

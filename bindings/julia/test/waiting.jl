@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Blocking calls that let the garbage collector run (Julia 1.12: gc_safe
 # @ccall) or that wait by polling (before 1.12).  Both need the double:
 # the first makes the device slow with a host function that sleeps, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The first program to run: list the devices, create a runtime on device
 0, work on a Stream (one stream slot, whichever thread calls), run a
 callable with the primary context current, synchronize, close.  Without a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Optional accelerator of the Python binding: the four calls whose
  * per-call cost matters (tf_runtime_stream, tf_runtime_sync,
  * tf_download_scalar, tf_with_context) without ctypes' per-call argument

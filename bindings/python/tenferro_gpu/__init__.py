@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """tenferro-gpu for Python: drive one CUDA device's runtime (its primary
 context, per-thread stream slots, cuBLAS, transfers, kernels) through
 libtenferro_gpu.so.1.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Borrowing the memory of any Python buffer for a C call.
 
 Transfers take host memory from any object with the buffer protocol:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Python callables behind the library's C callbacks.
 
 The library calls a C function with a void *user_data.  For the callbacks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The C ABI as ctypes sees it: structs, callback types and one prototype
 per bound function of include/tenferro_gpu.h.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The current Stream of each runtime, per thread and per asyncio task.
 
 `with stream:` replaces (never changes) the dict in this context variable:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """DLPack's C structs (dlpack.h, ABI version 1) and the PyCapsule calls
 both directions of the protocol need.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Ordering a stream the library does not own after another: the CUDA
 driver calls the array protocols need.
 

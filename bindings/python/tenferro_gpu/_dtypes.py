@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Element types of device buffers, and how each protocol spells them.
 
 A DType knows its size, its __array_interface__ type string ("<f4"), its

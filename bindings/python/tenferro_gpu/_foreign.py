@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Device memory of other libraries, taken wherever the binding takes a
 device address: any object with __dlpack__ (PyTorch, CuPy, JAX, ...) or
 __cuda_array_interface__ (CuPy, Numba, PyTorch).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """What other libraries read a DeviceBuffer through: the CUDA Array
 Interface (version 3) and DLPack (__dlpack__ / __dlpack_device__).
 

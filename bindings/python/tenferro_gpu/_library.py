@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Finding and loading libtenferro_gpu.so.1.
 
 The library is looked up the way a Python package on ctypes usually does it,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """One reference to a library object, owned by a Python object.
 
 The reference is released exactly once: by close() (or leaving a `with`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Matrix products with the library's own cuBLAS: cublasSgemm_v2 and
 cublasDgemm_v2 resolved through tf_cublas_symbol and run through
 Runtime.cublas_enqueue on the calling thread's slot, so this package needs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """DeviceBuffer: device memory with an element type and a shape, its
 views, and the array protocols other libraries read it through.
 

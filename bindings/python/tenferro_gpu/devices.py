@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Devices: whether a GPU is usable, how many, and what each one is."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Statuses and the exceptions that carry them.
 
 Every failing call raises an instance of the subclass of TenferroError named

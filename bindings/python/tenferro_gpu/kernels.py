@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Modules, kernels and NVRTC programs (include/tenferro_gpu.h, tf_module_*,
 tf_kernel_launch, tf_program_*).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Device memory and transfers (include/tenferro_gpu.h, "Device memory and
 transfers"; docs/transfers.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Stream: one stream slot of a runtime, bound, as a first-class object
 (tf_runtime_bind_slot).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Work on the slot streams: cuBLAS, any library, ordering between slots,
 events and retirement (include/tenferro_gpu.h, "Work on the slot
 streams")."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """pytest setup: the package from this source tree, the gpu marker, and the
 `double` fixture for tests that inject faults through the driver double.
 

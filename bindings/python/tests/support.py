@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """What the binding's tests need besides the binding: the CUDA driver
 double's control interface (tests/cuda_double/tfd_control.h) and the raw
 driver, both reached through the libcuda.so.1 the library loaded.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The array protocols, both ways, against the driver double.
 
 Producer: DeviceBuffer.__cuda_array_interface__ (version 3, with stream)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """tenferro_gpu.blas: SGEMM and DGEMM through the library's own cuBLAS,
 against NumPy.  The same checks run against the cuBLAS double and on a GPU."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The buffer helper the transfers use: any contiguous buffer, writable
 when written, held for the whole C call."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """with_context: Python callables run with the primary context current; the
 caller's context comes back; exceptions are re-raised, never lost."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Statuses become exceptions carrying the record of the failing call, read
 on the failing thread right after the call."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """examples/hello.py, the program docs/python.md starts with, runs; and it
 starts and says why when there is no GPU, or no library at all."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """On a real GPU: DeviceBuffers go to PyTorch and CuPy without a copy
 (torch.as_tensor, cupy.asarray through __cuda_array_interface__;
 torch.from_dlpack, cupy.from_dlpack through __dlpack__), writes are seen

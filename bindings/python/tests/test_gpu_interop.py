@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """On a real GPU: the slot stream, wrapped by PyTorch and CuPy, orders their
 work with the library's.  Marked gpu: runs only with TF_TEST_MODE=gpu.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """On a real GPU: the binding's cuBLAS, transfers and kernels against
 PyTorch and CuPy.  Marked gpu: runs only with TF_TEST_MODE=gpu.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Every public function of include/tenferro_gpu.h is either bound (declared
 in tenferro_gpu/_capi.py and called by a wrapper) or listed with a reason in
 UNBOUND.txt, never both; and the ctypes structs have the library's sizes."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Page-locked host memory and asynchronous copies: HostBuffer, host
 registration, download_async / upload_async and their Completion, the
 pool's stats and trim."""

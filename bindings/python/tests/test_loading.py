@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Finding the library: the SONAME through the loader's search path, the
 TENFERRO_GPU_LIBRARY override, pkg-config; and what is said when none
 works.  Each scenario runs in a child Python, since a process loads the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Log messages reach Python callables and the logging module."""
 
 import logging

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """What the package says about itself: its license matches the tree's, and
 the wheel builder and pyproject.toml agree on it."""
 

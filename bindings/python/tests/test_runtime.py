@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Runtime: lifetime (context manager, close, clone, bind_slot, garbage
 collection), options, queries and the slot streams."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The optional C extension (make python-speedups) and the ctypes path
 behave the same; `make check-python` runs the hot-path tests once more
 with TENFERRO_GPU_SPEEDUPS=0.  Here: the extension is used whenever it was

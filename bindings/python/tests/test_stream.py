@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Stream: one slot bound, whatever OS thread calls; `with stream:` makes it
 the current stream of its runtime's calls in this thread or asyncio task.
 

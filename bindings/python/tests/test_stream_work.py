@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Work on the slot streams: cublas_enqueue and stream_enqueue with Python
 callables, the library's cuBLAS symbols, slot_wait, events, retirement."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """DeviceBuffer with an element type and a shape: empty / to_device,
 indexing and slicing into views that share (and keep) the memory, view()
 and reshape(), item() and to_numpy()."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The wheel of `make python-wheel`: installed into a target folder with
 pip, it imports and runs against the driver double with no libtenferro_gpu
 on the loader's path (it brings its own), and says its license."""

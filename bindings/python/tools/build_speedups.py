@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Builds the optional C extension tenferro_gpu/_speedups (make
 python-speedups) in place, for the interpreter running this script.
 

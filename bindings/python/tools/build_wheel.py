@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Builds the wheel of bindings/python with libtenferro_gpu.so.1 inside
 (make python-wheel), offline, with nothing but the standard library.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Checks that docs/benchmarks.md ends with the Python binding's overhead
 section exactly as docs/benchmarks-python.md holds it (make bench-python
 writes both; tools/gpu/bench_report.py keeps the section when the GPU rows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Per-call cost of the binding, informational (`make rust-bench` runs it
 //! built with `dynamic-loading` and with `linked`): the raw call through
 //! `sys`, the safe API's cheapest calls, and a table-less baseline.

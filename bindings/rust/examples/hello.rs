@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The first program to run (docs/rust.md shows it whole): list the
 //! devices, take a stream of a runtime on device 0, multiply two matrices
 //! with the library's own cuBLAS on device buffers, hand the work to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Rust closures behind the library's C callbacks.
 //!
 //! The closure and what it produced live in a [`Frame`] on the caller's

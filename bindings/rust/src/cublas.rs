@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The library's own cuBLAS: its functions by name (`tf_cublas_symbol`),
 //! its version, and GEMM on [`DeviceBuffer`](crate::DeviceBuffer)s and their views with cublasSgemm_v2 /
 //! cublasDgemm_v2 resolved that way, so this crate needs no cuBLAS of its

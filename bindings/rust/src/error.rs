@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Statuses and the error every fallible call returns.
 
 use std::ffi::CStr;

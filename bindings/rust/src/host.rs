@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Page-locked host memory and asynchronous copies (include/tenferro_gpu.h,
 //! `tf_host_alloc` .. `tf_upload_async`; docs/transfers.md, "Page-locked
 //! host memory" and "Asynchronous copies").  New in 1.1: against a 1.0

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVRTC [`Program`]s, loaded [`Module`]s, their [`Function`]s and kernel
 //! launches (include/tenferro_gpu.h, tf_program_*, tf_module_*,
 //! tf_kernel_launch).

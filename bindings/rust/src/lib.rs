@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! tenferro-gpu for Rust: drive one CUDA device's runtime (its primary
 //! context, stream slots, cuBLAS, transfers, kernels) through
 //! `libtenferro_gpu.so.1`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Reaching libtenferro_gpu.so.1: every safe call takes the table of the
 //! library's functions from here, so a missing library is an [`Error`]
 //! (status [`Status::LibraryNotFound`](crate::Status::LibraryNotFound)),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Routing the library's warnings (restore and teardown failures) to Rust.
 //!
 //! By default the library writes them to stderr prefixed "tenferro-gpu: ".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Device memory as typed slices: [`DeviceBuffer<T>`] owns an allocation,
 //! [`DeviceSlice`] and [`DeviceSliceMut`] borrow a range of one, as `Vec<T>`,
 //! `&[T]` and `&mut [T]` do on the host.  Element types are [`DeviceRepr`]:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`Runtime`]: one device's primary context, its stream slots and what
 //! hangs off them.
 

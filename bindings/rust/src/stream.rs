@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`Stream`]: one stream slot of a runtime, whichever thread uses it.
 
 use std::fmt;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Work on the slot streams: cuBLAS and any library's work with closures,
 //! ordering between slots, [`Event`]s and retirement.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Allocations and transfers (include/tenferro_gpu.h, "Device memory and
 //! transfers"; docs/transfers.md): typed, on a [`Stream`], between host
 //! slices and [`DeviceBuffer`]s or their views; and by raw device address

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! With the `linked` feature: finds libtenferro_gpu through pkg-config (the
 //! `PKG_CONFIG` program, `pkg-config` by default) and links it by name, so
 //! the program loads the SONAME libtenferro_gpu.so.1 through the normal

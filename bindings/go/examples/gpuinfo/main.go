@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Command gpuinfo lists the CUDA devices tenferro-gpu can use, or says
 // that there is no GPU.  A program that merely can use a GPU must start and
 // carry on where there is none: this one exits 0 either way, also where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Command sgemm multiplies two matrices with cuBLAS through tenferro-gpu
 // and checks the product on the CPU: uploads, a GEMM on the goroutine's
 // own stream slot, downloads, errors.  docs/go.md shows this file.

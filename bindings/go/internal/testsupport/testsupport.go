@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // Package testsupport gives the binding's tests what the C suites get from
 // tests/support: the thread's current CUDA context and a context of the
 // test's own, through whichever libcuda.so.1 the process loaded, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // Tests of the ccall checker: the real header and module, then snippets
 // that are deliberately wrong in one way each.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 'use strict';
 // Tests of the checker's newer rules: @ccall (gc_safe and where Julia loads
 // it), exports that clash with CUDA.jl's, rethrows that lose backtraces,

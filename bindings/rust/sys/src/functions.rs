@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! One list of the header's functions, two ways to reach them.
 //!
 //! `header.rs` names every `TF_API` function once, inside

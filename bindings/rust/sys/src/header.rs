@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The declarations of `include/tenferro_gpu.h`, one for one: constants,
 //! types and `#[repr(C)]` structs in the header's order, then every function
 //! (once, in `declare_functions!`).

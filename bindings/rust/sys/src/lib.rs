@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Raw declarations of `libtenferro_gpu.so.1`: every constant, type,
 //! `#[repr(C)]` struct and function of `include/tenferro_gpu.h`, which is
 //! their manual.  The safe crate `tenferro-gpu` is built on them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Where the [`Library`] table comes from.
 //!
 //! `linked`: the linker resolved every function; the table is a static.

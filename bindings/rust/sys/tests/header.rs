@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The declarations against the header they copy: every function in the
 //! list (in the header's order), every constant with the header's value,
 //! every struct with the layout the C compiler measured.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! A program that can use a GPU starts where libtenferro_gpu.so.1 is
 //! absent and reports it (feature `dynamic-loading`); linked, the loader
 //! refuses to start it.  The parent test runs this test binary again, as a

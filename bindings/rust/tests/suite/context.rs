@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! with_context: closures run with the primary context current; the
 //! caller's context comes back; panics are caught before the C ABI and
 //! resumed after the call.

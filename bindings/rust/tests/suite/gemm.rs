@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! SGEMM and DGEMM through the library's own cuBLAS against a CPU
 //! reference; the same checks run against the cuBLAS double and on a GPU.
 

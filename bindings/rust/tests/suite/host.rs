@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Page-locked host memory and asynchronous copies: HostBuffer, Registered,
 //! Transfer, the pool's stats and trim, and the optional 1.1 functions.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVRTC programs, modules and launches.  The kernel is real CUDA C++; the
 //! driver double runs its built-in of the same name, so the same checks
 //! hold against the double and on a GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The crate's tests: against the CUDA driver double in `make check`
 //! (TF_TEST_MODE=double), against a real GPU with
 //! `--skip double_ --skip source_` (mk/bindings-rust.mk has the command).

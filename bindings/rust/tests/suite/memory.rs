@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Device memory and transfers: DeviceBuffer ownership, typed views, round
 //! trips, scalars, copies and the checks before anything is queued.
 

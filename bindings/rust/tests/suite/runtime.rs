@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Runtime: Clone and Drop, options, queries and the slot streams.
 
 use std::ptr;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Checks of the crate against the header: every public function is
 //! declared in `sys` or listed in UNBOUND.txt, every declaration is used by
 //! the safe API (or is one of the raw-only reads of the error record), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Work on the slot streams: closures for cuBLAS and any library, slot
 //! ordering, events and retirement.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Stream: a bound slot, its CUDA stream, ordering between streams.
 
 use std::thread;

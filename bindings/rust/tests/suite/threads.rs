@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Work that moves between OS threads: a Stream keeps it on one CUDA
 //! stream (std threads and async tasks alike), a plain Runtime does not;
 //! and which types are Send and Sync.
