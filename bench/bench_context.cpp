@@ -56,8 +56,7 @@ int main() {
         },
         &lib, &raw);
     bench::report("ctx_current", "tf_with_context, primary context already current", lib,
-                  "cuCtxGetCurrent + compare, before and after", raw, "ns", "<= 30 ns",
-                  lib <= 30);
+                  "cuCtxGetCurrent + compare, before and after", raw, "ns", "<= 30 ns", lib <= 30);
     // The library's own cost: its handle, usable and name checks, frame and
     // callback guard (on the driver double the driver calls are slower, but
     // the difference is still the library's).

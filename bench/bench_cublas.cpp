@@ -197,13 +197,15 @@ int main() {
     paired_with_drain(2000, 15, lib, lib_sync, raw, raw_sync, &l, &r);
     bench::report("sgemm64_enqueue", "tf_cublas_enqueue SGEMM 64, sustained (queue full)", l,
                   "raw cublasSgemm, cached handle", r, "ns", "<= 1.03x raw", l <= 1.03 * r);
-    std::printf("COMPARE|sgemm64_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, sustained|"
-                "sgemm64_enqueue|torch_mm64|1.0\n");
+    std::printf(
+        "COMPARE|sgemm64_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, sustained|"
+        "sgemm64_enqueue|torch_mm64|1.0\n");
     paired_with_drain(200, 41, lib, lib_sync, raw, raw_sync, &l, &r);
-    bench::report("sgemm64_enqueue_burst", "tf_cublas_enqueue SGEMM 64, bursts of 200 (CPU cost)", l,
-                  "raw cublasSgemm, cached handle", r, "ns", "<= 1.03x raw", l <= 1.03 * r);
-    std::printf("COMPARE|sgemm64_burst_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, bursts|"
-                "sgemm64_enqueue_burst|torch_mm64_burst|1.0\n");
+    bench::report("sgemm64_enqueue_burst", "tf_cublas_enqueue SGEMM 64, bursts of 200 (CPU cost)",
+                  l, "raw cublasSgemm, cached handle", r, "ns", "<= 1.03x raw", l <= 1.03 * r);
+    std::printf(
+        "COMPARE|sgemm64_burst_vs_torch|tf_cublas_enqueue SGEMM 64 vs torch.mm 64, bursts|"
+        "sgemm64_enqueue_burst|torch_mm64_burst|1.0\n");
 
     BENCH_CK(d.set_current(nullptr));
     auto raw_current = [&] {  // the raw side needs a current context: keep it fair

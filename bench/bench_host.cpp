@@ -102,8 +102,9 @@ void alloc_rows(Bench &b) {
     bench::report("host_alloc_1MiB", "tf_host_alloc + tf_host_free, cached 1 MiB block", l,
                   "cuMemHostAlloc + cuMemFreeHost 1 MiB", r, "ns", "<= 0.1x raw and <= 500 ns",
                   l <= 0.1 * r && l <= 500);
-    std::printf("COMPARE|host_alloc_vs_torch|tf_host_alloc + free 1 MiB vs torch pinned empty + "
-                "del|host_alloc_1MiB|torch_pin_alloc_1MiB|1.0\n");
+    std::printf(
+        "COMPARE|host_alloc_vs_torch|tf_host_alloc + free 1 MiB vs torch pinned empty + "
+        "del|host_alloc_1MiB|torch_pin_alloc_1MiB|1.0\n");
 }
 
 // Queueing cost only: a batch of copies is timed, then waited for untimed.
@@ -135,8 +136,9 @@ void enqueue_rows(Bench &b) {
     bench::report("dl_async_enqueue_4MiB",
                   "tf_download_async 4 MiB into a tf_host_alloc block, enqueue cost", l,
                   "cuMemcpyDtoHAsync on the same stream", r, "ns", "<= 1.05x raw", l <= 1.05 * r);
-    std::printf("COMPARE|dl_async_vs_torch|tf_download_async 4 MiB vs torch copy_(non_blocking) "
-                "enqueue|dl_async_enqueue_4MiB|torch_copy_async_4MiB|1.0\n");
+    std::printf(
+        "COMPARE|dl_async_vs_torch|tf_download_async 4 MiB vs torch copy_(non_blocking) "
+        "enqueue|dl_async_enqueue_4MiB|torch_copy_async_4MiB|1.0\n");
     // What was measured copies the right bytes.
     std::vector<unsigned char> want(n, 0x5c);
     bench::ok(tf_upload(b.rt, want.data(), dev, n), "tf_upload");
@@ -192,16 +194,15 @@ int32_t sgemm_callback(void *handle, void *, void *user) {
     const float one = 1.0f, zero = 0.0f;
     return j.sgemm(static_cast<cublasHandle_t>(handle), CUBLAS_OP_N, CUBLAS_OP_N, j.n, j.n, j.n,
                    &one, reinterpret_cast<const float *>(j.a), j.n,
-                   reinterpret_cast<const float *>(j.b), j.n, &zero,
-                   reinterpret_cast<float *>(j.c), j.n);
+                   reinterpret_cast<const float *>(j.b), j.n, &zero, reinterpret_cast<float *>(j.c),
+                   j.n);
 }
 
 // One slot's share: `count` rounds of upload, SGEMM, download, each on its
 // own buffers, queued without waiting; then the slot is synchronized.
-void rounds_on(tf_runtime *h, Sgemm sgemm, int n, int count,
-               const std::vector<void *> &in, const std::vector<void *> &out,
-               const std::vector<uint64_t> &a, const std::vector<uint64_t> &c, uint64_t bmat,
-               int first) {
+void rounds_on(tf_runtime *h, Sgemm sgemm, int n, int count, const std::vector<void *> &in,
+               const std::vector<void *> &out, const std::vector<uint64_t> &a,
+               const std::vector<uint64_t> &c, uint64_t bmat, int first) {
     const size_t bytes = size_t(n) * n * sizeof(float);
     std::vector<Job> jobs(count);
     for (int k = 0; k < count; ++k) {
@@ -247,7 +248,8 @@ void overlap_rows(Bench &b) {
     }
     auto serial = [&] { rounds_on(slot[0], sgemm, n, rounds, in, out, a, c, bmat, 0); };
     auto overlapped = [&] {
-        std::thread other([&] { rounds_on(slot[1], sgemm, n, rounds / 2, in, out, a, c, bmat, rounds / 2); });
+        std::thread other(
+            [&] { rounds_on(slot[1], sgemm, n, rounds / 2, in, out, a, c, bmat, rounds / 2); });
         rounds_on(slot[0], sgemm, n, rounds / 2, in, out, a, c, bmat, 0);
         other.join();
     };

@@ -128,10 +128,9 @@ int main(int argc, char **argv) {
     int32_t count = 0;
     const tf_status st = tf_device_count(&count);
     if (st != TF_OK || count < 2) {
-        const std::string why = st == TF_OK ? "this machine has " + std::to_string(count) +
-                                                  " device(s)"
-                                            : std::string("tf_device_count failed: ") +
-                                                  tf_last_error_message();
+        const std::string why =
+            st == TF_OK ? "this machine has " + std::to_string(count) + " device(s)"
+                        : std::string("tf_device_count failed: ") + tf_last_error_message();
         bench::info("bench_peer", "skipped: it needs 2 devices; " + why);
         return 0;
     }
@@ -146,8 +145,8 @@ int main(int argc, char **argv) {
     enable_peer_access(b, 0);
     enable_peer_access(b, 1);
     bench::info("peer_devices", "0: " + b.dev[0].name + ", 1: " + b.dev[1].name + "; driver " +
-                                    std::to_string(driver) + "; direct access 0->1: " +
-                                    std::to_string(b.direct[0]) +
+                                    std::to_string(driver) +
+                                    "; direct access 0->1: " + std::to_string(b.direct[0]) +
                                     ", 1->0: " + std::to_string(b.direct[1]));
     for (size_t mib : {256, 1024})
         if (mib <= max_mib)

@@ -114,7 +114,8 @@ void fresh_medians(Bench &b, uint64_t dev, size_t n, int reps, tf_runtime *rt, d
     for (int i = 0; i < reps; ++i) {
         {
             Fresh f(n);
-            vl.push_back(once_ns([&] { bench::ok(tf_download(rt, dev, f.p, n), "tf_download fresh"); }));
+            vl.push_back(
+                once_ns([&] { bench::ok(tf_download(rt, dev, f.p, n), "tf_download fresh"); }));
         }
         if (!raw) continue;
         Fresh g(n);
@@ -184,8 +185,9 @@ void scalar_rows(Bench &b) {
     bench::report("scalar_4B", "tf_download_scalar 4 B, idle stream, primary context current", l,
                   "cuMemcpyDtoHAsync to pinned + cuStreamSynchronize", r, "ns", "<= 1.0x raw",
                   l <= 1.0 * r);
-    std::printf("COMPARE|scalar_4B_vs_torch|tf_download_scalar 4 B vs torch x.item()|scalar_4B|"
-                "torch_item_4B|0.7\n");
+    std::printf(
+        "COMPARE|scalar_4B_vs_torch|tf_download_scalar 4 B vs torch x.item()|scalar_4B|"
+        "torch_item_4B|0.7\n");
     const double raw_scalar = r;
     // A caller with no current context: the raw equivalent switches too.
     BENCH_CK(b.r.set_current(nullptr));
@@ -207,7 +209,8 @@ void scalar_rows(Bench &b) {
     int ordinal;
     unsigned kind;
     uint32_t pageable_word = 0;
-    double range = bench::median_ns_per(200000, reps, [&] { b.r.address_range(&base, &size, dev); });
+    double range =
+        bench::median_ns_per(200000, reps, [&] { b.r.address_range(&base, &size, dev); });
     double device = bench::median_ns_per(200000, reps, [&] {
         b.r.pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev);
     });
@@ -217,10 +220,11 @@ void scalar_rows(Bench &b) {
     });
     // Memory from tf_alloc is checked without it (tune_scalar's CHECK own
     // line; dl_async_enqueue_4MiB shows the whole enqueue's cost).
-    bench::report("check_range",
-                  "cost of cuMemGetAddressRange (the address check of memory tf_alloc did not make)",
-                  range, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
-                  range <= 0.025 * raw_scalar);
+    bench::report(
+        "check_range",
+        "cost of cuMemGetAddressRange (the address check of memory tf_alloc did not make)", range,
+        "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
+        range <= 0.025 * raw_scalar);
     bench::report("check_device",
                   "cost of cuPointerGetAttribute(DEVICE_ORDINAL) (the check, several devices)",
                   device, "raw 4 B download", raw_scalar, "ns", "<= 0.025x a 4 B download",
@@ -291,15 +295,16 @@ void busy_scalar_rows(Bench &b) {
     const double a = median(va), l = median(vl), r = median(vr);
     bench::info("scalar_after_20us_work_alone_ns", std::to_string(a));
     bench::report("scalar_4B_busy_added",
-                  "tf_download_scalar 4 B after 20 us of kernel work: time added to the work", l - a,
-                  "cuMemcpyDtoHAsync + cuStreamSynchronize, time added", r - a, "ns",
+                  "tf_download_scalar 4 B after 20 us of kernel work: time added to the work",
+                  l - a, "cuMemcpyDtoHAsync + cuStreamSynchronize, time added", r - a, "ns",
                   "<= 0.25x raw", l - a <= 0.25 * (r - a));
     bench::report("scalar_4B_after_20us", "20 us kernel + tf_download_scalar 4 B, total", l,
-                  "20 us kernel + cuMemcpyDtoHAsync + cuStreamSynchronize", r, "ns",
-                  "<= 1.0x raw", l <= r);
-    std::printf("COMPARE|scalar_4B_after_20us_vs_torch|20 us kernel + tf_download_scalar vs "
-                "torch.cuda._sleep(20 us) + x.item()|scalar_4B_after_20us|"
-                "torch_item_after_20us|0.85\n");
+                  "20 us kernel + cuMemcpyDtoHAsync + cuStreamSynchronize", r, "ns", "<= 1.0x raw",
+                  l <= r);
+    std::printf(
+        "COMPARE|scalar_4B_after_20us_vs_torch|20 us kernel + tf_download_scalar vs "
+        "torch.cuda._sleep(20 us) + x.item()|scalar_4B_after_20us|"
+        "torch_item_after_20us|0.85\n");
     BENCH_CK(b.r.free_host(pin));
     bench::ok(tf_free(b.rt, dev), "tf_free");
     BENCH_CK(b.r.module_unload(module));
@@ -365,7 +370,8 @@ void bulk_rows(Bench &b, size_t n) {
     bench::paired_median_ns(
         iters, reps, [&] { bench::ok(tf_download(b.rt, dev, pin, n), "tf_download"); },
         raw_into(pin), &l, &r);
-    report_bandwidth("pinned", n, l, r, "page-locked destination", "cuMemcpyDtoHAsync + sync", 0.95);
+    report_bandwidth("pinned", n, l, r, "page-locked destination", "cuMemcpyDtoHAsync + sync",
+                     0.95);
     const double pinned_lib = l;
     bench::paired_median_ns(
         iters, reps, [&] { bench::ok(tf_download(b.rt, dev, page, n), "tf_download"); },
@@ -414,10 +420,10 @@ void sweep(Bench &b, size_t n) {
             bench::ok(tf_download(rt, dev, page, n), "tf_download");  // staging, threads
             std::vector<double> v;
             for (int i = 0; i < 5; ++i)
-                v.push_back(once_ns([&] { bench::ok(tf_download(rt, dev, page, n), "tf_download"); }));
+                v.push_back(
+                    once_ns([&] { bench::ok(tf_download(rt, dev, page, n), "tf_download"); }));
             fresh_medians(b, dev, n, 3, rt, &fl, nullptr);
-            std::printf("SWEEP|%u|%u|%.2f|%.2f\n", threads, chunk_mib << 20, n / median(v),
-                        n / fl);
+            std::printf("SWEEP|%u|%u|%.2f|%.2f\n", threads, chunk_mib << 20, n / median(v), n / fl);
             std::fflush(stdout);
             tf_runtime_release(rt);
         }
@@ -434,8 +440,8 @@ int main(int argc, char **argv) {
         if (!std::strcmp(argv[i], "--max-mib") && i + 1 < argc) {
             max_mib = std::strtoul(argv[++i], nullptr, 10);
         } else if (!std::strcmp(argv[i], "--sweep")) {
-            sweep_mib = i + 1 < argc && argv[i + 1][0] != '-' ? std::strtoul(argv[++i], nullptr, 10)
-                                                             : 256;
+            sweep_mib =
+                i + 1 < argc && argv[i + 1][0] != '-' ? std::strtoul(argv[++i], nullptr, 10) : 256;
         } else {
             std::fprintf(stderr, "usage: %s [--max-mib N] [--sweep [MiB]]\n", argv[0]);
             return 2;

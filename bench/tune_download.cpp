@@ -186,7 +186,8 @@ private:
                 pool_.reset(new tf::CopyPool(std::chrono::microseconds(p.spin_us)));
                 int error = 0;
                 if (pool_->start(p.threads - 1, &error) != p.threads - 1) {
-                    std::fprintf(stderr, "tune_download: pthread_create: %s\n", std::strerror(error));
+                    std::fprintf(stderr, "tune_download: pthread_create: %s\n",
+                                 std::strerror(error));
                     std::exit(1);
                 }
             }
@@ -349,10 +350,10 @@ double fault_gbps(size_t n, unsigned threads, bool populate, bool regions) {
 }
 
 void fault_rows(bool smoke) {
-    const std::vector<size_t> sizes = smoke ? std::vector<size_t>{4 * MiB}
-                                            : std::vector<size_t>{4 * MiB, 64 * MiB};
-    const std::vector<unsigned> counts = smoke ? std::vector<unsigned>{1, 2}
-                                               : std::vector<unsigned>{1, 8, 12, 16};
+    const std::vector<size_t> sizes =
+        smoke ? std::vector<size_t>{4 * MiB} : std::vector<size_t>{4 * MiB, 64 * MiB};
+    const std::vector<unsigned> counts =
+        smoke ? std::vector<unsigned>{1, 2} : std::vector<unsigned>{1, 8, 12, 16};
     for (size_t n : sizes)
         for (unsigned threads : counts)
             for (int populate = 0; populate < 2; ++populate)
@@ -456,8 +457,8 @@ int main(int argc, char **argv) {
     }
     const std::vector<size_t> small = smoke ? std::vector<size_t>{MiB + 17, 3 * MiB}
                                             : std::vector<size_t>{MiB, 4 * MiB, 16 * MiB};
-    const std::vector<size_t> large = smoke ? std::vector<size_t>{8 * MiB + 5}
-                                            : std::vector<size_t>{64 * MiB, 256 * MiB};
+    const std::vector<size_t> large =
+        smoke ? std::vector<size_t>{8 * MiB + 5} : std::vector<size_t>{64 * MiB, 256 * MiB};
     std::vector<size_t> all = small;
     all.insert(all.end(), large.begin(), large.end());
 

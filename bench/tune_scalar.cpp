@@ -65,8 +65,12 @@ void ok(tf_status st, const char *what) {
 class Tuner {
 public:
     Tuner(tf_runtime *rt, bool smoke)
-        : rt_(rt), api_(rt->state->api()), iters_(smoke ? 3 : 2000), reps_(smoke ? 1 : 9),
-          busy_iters_(smoke ? 3 : 500), spin_bound_ns_(smoke ? 1e6 : 1e9) {
+        : rt_(rt),
+          api_(rt->state->api()),
+          iters_(smoke ? 3 : 2000),
+          reps_(smoke ? 1 : 9),
+          busy_iters_(smoke ? 3 : 500),
+          spin_bound_ns_(smoke ? 1e6 : 1e9) {
         void *primary = nullptr;
         ok(tf_runtime_primary_context(rt, &primary), "tf_runtime_primary_context");
         BENCH_CK(api_.cuCtxSetCurrent(static_cast<CUcontext>(primary)));
@@ -135,10 +139,10 @@ public:
 
     void check_rows() {
         const tf::RuntimeState &state = *rt_->state;
-        line("CHECK", "own", median_ns([&] { ok(tf::check_device_range(state, "src", dev_, 4), "own"); }));
-        line("CHECK", "foreign", median_ns([&] {
-                 ok(tf::check_device_range(state, "src", foreign_, 4), "foreign");
-             }));
+        line("CHECK", "own",
+             median_ns([&] { ok(tf::check_device_range(state, "src", dev_, 4), "own"); }));
+        line("CHECK", "foreign",
+             median_ns([&] { ok(tf::check_device_range(state, "src", foreign_, 4), "foreign"); }));
     }
 
     void lib_rows() {

@@ -17,8 +17,8 @@ static int32_t inside_context(void *user_data) {
      * a kernel launch from another library, ... */
     if (tf_runtime_stream(rt, &stream) != TF_OK) return 1;
     if (tf_runtime_current_slot(rt, &slot) != TF_OK) return 1;
-    printf("callback ran with the primary context current; stream slot %d, stream %p\n",
-           (int)slot, stream);
+    printf("callback ran with the primary context current; stream slot %d, stream %p\n", (int)slot,
+           stream);
     return 0;
 }
 

@@ -124,8 +124,8 @@ static void untracked_host_memory_is_refused(void **state) {
                    "tf_download_async", "tf_host_alloc");
     assert_failure(tf_download_async(rt, d, foreign, n), TF_ERROR_INVALID_ARGUMENT,
                    "tf_download_async", "tf_host_alloc");
-    assert_failure(tf_upload_async(rt, freed, d, n), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_upload_async", "is not inside a live tf_host_alloc block");
+    assert_failure(tf_upload_async(rt, freed, d, n), TF_ERROR_INVALID_ARGUMENT, "tf_upload_async",
+                   "is not inside a live tf_host_alloc block");
     /* the bytes asked for, not the class, bound the range */
     assert_failure(tf_download_async(rt, d, block, 101), TF_ERROR_INVALID_ARGUMENT,
                    "tf_download_async", "crosses the end of its tf_host_alloc block");
@@ -133,8 +133,8 @@ static void untracked_host_memory_is_refused(void **state) {
                    "tf_upload_async", "crosses the end");
     assert_failure(tf_download_async(rt, d, NULL, n), TF_ERROR_INVALID_ARGUMENT,
                    "tf_download_async", "dst is NULL");
-    assert_failure(tf_upload_async(rt, NULL, d, n), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_upload_async", "src is NULL");
+    assert_failure(tf_upload_async(rt, NULL, d, n), TF_ERROR_INVALID_ARGUMENT, "tf_upload_async",
+                   "src is NULL");
     /* the device range is checked as tf_download checks it */
     assert_failure(tf_download_async(rt, 0x1234, block, 8), TF_ERROR_INVALID_ARGUMENT,
                    "tf_download_async", "is not device memory");

@@ -28,9 +28,7 @@ static int32_t noop_cublas(void *handle, void *stream, void *user_data) {
     return 0;
 }
 
-static void noop_release(void *resource, void *user_data) {
-    (void)resource, (void)user_data;
-}
+static void noop_release(void *resource, void *user_data) { (void)resource, (void)user_data; }
 
 static const char kSource[] = "extern \"C\" __global__ void k() {}\n";
 
@@ -55,7 +53,9 @@ static tf_status call_bind(tf_runtime *rt) { return tf_runtime_bind_slot(rt, 0, 
 static tf_status call_identity(tf_runtime *rt) { return tf_runtime_identity(rt, &u64); }
 static tf_status call_domain(tf_runtime *rt) { return tf_runtime_allocation_domain(rt, &u64); }
 static tf_status call_device_info(tf_runtime *rt) { return tf_runtime_device_info(rt, &props); }
-static tf_status call_supports(tf_runtime *rt) { return tf_runtime_supports(rt, TF_CAP_RAW_STREAM, &i32); }
+static tf_status call_supports(tf_runtime *rt) {
+    return tf_runtime_supports(rt, TF_CAP_RAW_STREAM, &i32);
+}
 static tf_status call_primary(tf_runtime *rt) { return tf_runtime_primary_context(rt, &ptr); }
 static tf_status call_slot_count(tf_runtime *rt) { return tf_runtime_slot_count(rt, &i32); }
 static tf_status call_current_slot(tf_runtime *rt) { return tf_runtime_current_slot(rt, &i32); }
@@ -69,17 +69,25 @@ static tf_status call_slot_wait(tf_runtime *rt) { return tf_slot_wait(rt, 0); }
 static tf_status call_event_new(tf_runtime *rt) { return tf_event_new(rt, &out_event); }
 static tf_status call_event_record(tf_runtime *rt) { return tf_event_record(rt, NULL); }
 static tf_status call_event_wait(tf_runtime *rt) { return tf_event_wait(rt, NULL); }
-static tf_status call_retire(tf_runtime *rt) { return tf_workspace_retire(rt, NULL, noop_release, NULL); }
+static tf_status call_retire(tf_runtime *rt) {
+    return tf_workspace_retire(rt, NULL, noop_release, NULL);
+}
 static tf_status call_poll(tf_runtime *rt) { return tf_workspace_poll(rt); }
 static tf_status call_stats(tf_runtime *rt) { return tf_workspace_stats(rt, &stats); }
-static tf_status call_module_load(tf_runtime *rt) { return tf_module_load(rt, kSource, sizeof kSource, &out_module); }
+static tf_status call_module_load(tf_runtime *rt) {
+    return tf_module_load(rt, kSource, sizeof kSource, &out_module);
+}
 static tf_status call_launch(tf_runtime *rt) { return tf_kernel_launch(rt, ptr, &config, NULL); }
-static tf_status call_compile(tf_runtime *rt) { return tf_program_compile(rt, kSource, NULL, &out_program); }
+static tf_status call_compile(tf_runtime *rt) {
+    return tf_program_compile(rt, kSource, NULL, &out_program);
+}
 static tf_status call_alloc(tf_runtime *rt) { return tf_alloc(rt, 8, &u64); }
 static tf_status call_free(tf_runtime *rt) { return tf_free(rt, 1); }
 static tf_status call_upload(tf_runtime *rt) { return tf_upload(rt, &u64, 1, 8); }
 static tf_status call_copy(tf_runtime *rt) { return tf_copy(rt, 1, 64, 8); }
-static tf_status call_peer_available(tf_runtime *rt) { return tf_peer_copy_available(rt, rt, &i32); }
+static tf_status call_peer_available(tf_runtime *rt) {
+    return tf_peer_copy_available(rt, rt, &i32);
+}
 static tf_status call_peer_copy(tf_runtime *rt) { return tf_peer_copy(rt, 1, rt, 64, 8); }
 static tf_status call_download_scalar(tf_runtime *rt) { return tf_download_scalar(rt, 1, &u64, 8); }
 static tf_status call_download(tf_runtime *rt) { return tf_download(rt, 1, &u64, 8); }
@@ -194,32 +202,51 @@ static void second_runtime_is_checked_like_the_first(void **state) {
 static void null_outputs_are_refused(void **state) {
     tf_runtime *rt = new_runtime();
     (void)state;
-    assert_failure(tf_runtime_bind_slot(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_bind_slot", "out is NULL");
-    assert_failure(tf_runtime_identity(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_identity", "out is NULL");
-    assert_failure(tf_runtime_allocation_domain(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_allocation_domain", "out is NULL");
-    assert_failure(tf_runtime_device_info(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_device_info", "out is NULL");
-    assert_failure(tf_runtime_supports(rt, TF_CAP_RAW_STREAM, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_supports", "out_supported is NULL");
-    assert_failure(tf_runtime_primary_context(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_primary_context", "out_context is NULL");
-    assert_failure(tf_runtime_slot_count(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_count", "out_count is NULL");
-    assert_failure(tf_runtime_current_slot(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_current_slot", "out_slot is NULL");
-    assert_failure(tf_runtime_stream(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_stream", "out_stream is NULL");
-    assert_failure(tf_runtime_slot_stream(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_slot_stream", "out_stream is NULL");
-    assert_failure(tf_with_context(rt, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_with_context", "fn is NULL");
+    assert_failure(tf_runtime_bind_slot(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_bind_slot", "out is NULL");
+    assert_failure(tf_runtime_identity(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_identity",
+                   "out is NULL");
+    assert_failure(tf_runtime_allocation_domain(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_allocation_domain", "out is NULL");
+    assert_failure(tf_runtime_device_info(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_device_info", "out is NULL");
+    assert_failure(tf_runtime_supports(rt, TF_CAP_RAW_STREAM, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_supports", "out_supported is NULL");
+    assert_failure(tf_runtime_primary_context(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_primary_context", "out_context is NULL");
+    assert_failure(tf_runtime_slot_count(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_slot_count", "out_count is NULL");
+    assert_failure(tf_runtime_current_slot(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_current_slot", "out_slot is NULL");
+    assert_failure(tf_runtime_stream(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_stream",
+                   "out_stream is NULL");
+    assert_failure(tf_runtime_slot_stream(rt, 0, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_slot_stream", "out_stream is NULL");
+    assert_failure(tf_with_context(rt, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_with_context",
+                   "fn is NULL");
     assert_failure(tf_alloc(rt, 8, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_alloc", "out_ptr is NULL");
-    assert_failure(tf_peer_copy_available(rt, rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_peer_copy_available", "out_available is NULL");
-    assert_failure(tf_event_new(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_new", "out is NULL");
-    assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version", "out_version is NULL");
-    assert_failure(tf_device_count(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_count", "out_count is NULL");
-    assert_failure(tf_device_info(0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_info", "out is NULL");
-    assert_failure(tf_runtime_new_with_options(0, NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options", "out is NULL");
+    assert_failure(tf_peer_copy_available(rt, rt, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_peer_copy_available", "out_available is NULL");
+    assert_failure(tf_event_new(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_new",
+                   "out is NULL");
+    assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version",
+                   "out_version is NULL");
+    assert_failure(tf_device_count(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_count",
+                   "out_count is NULL");
+    assert_failure(tf_device_info(0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_device_info",
+                   "out is NULL");
+    assert_failure(tf_runtime_new_with_options(0, NULL, NULL), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new_with_options", "out is NULL");
     assert_failure(tf_last_error(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_last_error", "out is NULL");
     {
         const void *image = NULL;
         const char *log = NULL;
         size_t size = 0;
         tf_device_properties small;
-        assert_failure(tf_program_image(NULL, &image, &size), TF_ERROR_INVALID_ARGUMENT, "tf_program_image", "program, out_image or out_size is NULL");
-        assert_failure(tf_program_log(NULL, &log), TF_ERROR_INVALID_ARGUMENT, "tf_program_log", "program or out_log is NULL");
+        assert_failure(tf_program_image(NULL, &image, &size), TF_ERROR_INVALID_ARGUMENT,
+                       "tf_program_image", "program, out_image or out_size is NULL");
+        assert_failure(tf_program_log(NULL, &log), TF_ERROR_INVALID_ARGUMENT, "tf_program_log",
+                       "program or out_log is NULL");
         memset(&small, 0, sizeof small);
         assert_failure(tf_runtime_device_info(rt, &small), TF_ERROR_INVALID_ARGUMENT,
                        "tf_runtime_device_info", "out->struct_size 0 is too small");
@@ -230,8 +257,9 @@ static void null_outputs_are_refused(void **state) {
 /* ---- every function that takes an event or a module ------------------------ */
 
 /* A module that loads on a GPU and on the double (which knows the name). */
-static const char kPtx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
-                           ".visible .entry tfd_fill_u32()\n{\n\tret;\n}\n";
+static const char kPtx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry tfd_fill_u32()\n{\n\tret;\n}\n";
 
 typedef tf_status (*object_call)(void *object);
 static tf_runtime *object_rt; /* a live runtime for the calls that take one */
@@ -244,7 +272,9 @@ static tf_status call_event_synchronize(void *o) { return tf_event_synchronize(o
 static tf_status call_event_query(void *o) { return tf_event_query(o, &i32); }
 static tf_status call_module_retain(void *o) { return tf_module_retain(o); }
 static tf_status call_module_release(void *o) { return tf_module_release(o); }
-static tf_status call_module_function(void *o) { return tf_module_function(o, "tfd_fill_u32", &ptr); }
+static tf_status call_module_function(void *o) {
+    return tf_module_function(o, "tfd_fill_u32", &ptr);
+}
 static tf_status call_set_attribute(void *o) { return tf_function_set_attribute(o, &u64, 8, 0); }
 
 #define EVENT_NULL "event is NULL"
@@ -362,7 +392,9 @@ static tf_runtime_options options_with(uint32_t struct_size, uint32_t capacity, 
 }
 
 static tf_status new_negative(void) { return tf_runtime_new_with_options(-1, NULL, &out_rt); }
-static tf_status new_missing_device(void) { return tf_runtime_new_with_options(4096, NULL, &out_rt); }
+static tf_status new_missing_device(void) {
+    return tf_runtime_new_with_options(4096, NULL, &out_rt);
+}
 static tf_status new_tiny_options(void) {
     tf_runtime_options o = options_with(3, 0, 0);
     return tf_runtime_new_with_options(0, &o, &out_rt);
@@ -389,7 +421,9 @@ static tf_status module_garbage(void) {
 }
 static tf_status function_name(void) { return tf_module_function(fx.module, NULL, &ptr); }
 static tf_status function_out(void) { return tf_module_function(fx.module, "tfd_fill_u32", NULL); }
-static tf_status attribute_function(void) { return tf_function_set_attribute(fx.module, NULL, 8, 0); }
+static tf_status attribute_function(void) {
+    return tf_function_set_attribute(fx.module, NULL, 8, 0);
+}
 static tf_status attribute_value(void) {
     /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES of 1 GiB: no device has it. */
     return tf_function_set_attribute(fx.module, fx.function, 8, 1 << 30);
@@ -420,12 +454,16 @@ static tf_status compile_with(int32_t arch, int tail) {
 }
 static tf_status compile_arch(void) { return compile_with(-1, 0); }
 static tf_status compile_tail(void) { return compile_with(0, 1); }
-static tf_status copy_to_host(void) { return tf_copy(fx.rt, fx.d, (uint64_t)(uintptr_t)fx.host, 8); }
+static tf_status copy_to_host(void) {
+    return tf_copy(fx.rt, fx.d, (uint64_t)(uintptr_t)fx.host, 8);
+}
 static tf_status peer_from_host(void) {
     return tf_peer_copy(fx.rt, (uint64_t)(uintptr_t)fx.host, fx.rt, fx.d, 8);
 }
 static tf_status peer_past_end(void) { return tf_peer_copy(fx.rt, fx.d, fx.rt, fx.d + 40, 33); }
-static tf_status scalar_negative_len(void) { return tf_download_scalar(fx.rt, fx.d, fx.host, (size_t)-1); }
+static tf_status scalar_negative_len(void) {
+    return tf_download_scalar(fx.rt, fx.d, fx.host, (size_t)-1);
+}
 
 static const struct {
     const char *op;
@@ -433,30 +471,50 @@ static const struct {
     tf_status expected;
     const char *fragment, *fragment2; /* fragment2 may be NULL */
 } bad_arguments[] = {
-    {"tf_runtime_new_with_options", new_negative, TF_ERROR_INVALID_ARGUMENT, "device ordinal -1 is negative", NULL},
-    {"tf_runtime_new_with_options", new_missing_device, TF_ERROR_DEVICE_UNAVAILABLE, "device 4096 is not available", NULL},
-    {"tf_runtime_new_with_options", new_tiny_options, TF_ERROR_INVALID_ARGUMENT, "options->struct_size 3 is too small", NULL},
-    {"tf_runtime_new_with_options", new_capacity_over, TF_ERROR_INVALID_ARGUMENT, "retirement_capacity 1048577 is outside 1..1048576", NULL},
-    {"tf_runtime_new_with_options", new_flags, TF_ERROR_INVALID_ARGUMENT, "flags 0x4: no flag is defined", NULL},
-    {"tf_last_error", last_error_tiny, TF_ERROR_INVALID_ARGUMENT, "out->struct_size 2 is too small", NULL},
-    {"tf_cublas_enqueue", cublas_mode, TF_ERROR_INVALID_ARGUMENT, "pointer_mode -1 is neither", NULL},
+    {"tf_runtime_new_with_options", new_negative, TF_ERROR_INVALID_ARGUMENT,
+     "device ordinal -1 is negative", NULL},
+    {"tf_runtime_new_with_options", new_missing_device, TF_ERROR_DEVICE_UNAVAILABLE,
+     "device 4096 is not available", NULL},
+    {"tf_runtime_new_with_options", new_tiny_options, TF_ERROR_INVALID_ARGUMENT,
+     "options->struct_size 3 is too small", NULL},
+    {"tf_runtime_new_with_options", new_capacity_over, TF_ERROR_INVALID_ARGUMENT,
+     "retirement_capacity 1048577 is outside 1..1048576", NULL},
+    {"tf_runtime_new_with_options", new_flags, TF_ERROR_INVALID_ARGUMENT,
+     "flags 0x4: no flag is defined", NULL},
+    {"tf_last_error", last_error_tiny, TF_ERROR_INVALID_ARGUMENT, "out->struct_size 2 is too small",
+     NULL},
+    {"tf_cublas_enqueue", cublas_mode, TF_ERROR_INVALID_ARGUMENT, "pointer_mode -1 is neither",
+     NULL},
     {"tf_module_load", module_out, TF_ERROR_INVALID_ARGUMENT, "image or out is NULL", NULL},
     {"tf_module_load", module_garbage, TF_ERROR_CUDA, "cuModuleLoadDataEx failed", NULL},
-    {"tf_module_function", function_name, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL", NULL},
-    {"tf_module_function", function_out, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL", NULL},
-    {"tf_function_set_attribute", attribute_function, TF_ERROR_INVALID_ARGUMENT, "function is NULL", NULL},
-    {"tf_function_set_attribute", attribute_value, TF_ERROR_CUDA, "cuFuncSetAttribute failed", NULL},
-    {"tf_kernel_launch", launch_function, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL", NULL},
-    {"tf_kernel_launch", launch_config, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL", NULL},
-    {"tf_kernel_launch", launch_tiny, TF_ERROR_INVALID_ARGUMENT, "config->struct_size 4 is too small", NULL},
-    {"tf_kernel_launch", launch_tail, TF_ERROR_INVALID_ARGUMENT, "config sets fields this library", NULL},
-    {"tf_kernel_launch", launch_zero, TF_ERROR_INVALID_ARGUMENT, "every dimension must be at least 1", NULL},
-    {"tf_program_compile", compile_arch, TF_ERROR_INVALID_ARGUMENT, "arch -1 and option_count 0 must not be negative", NULL},
-    {"tf_program_compile", compile_tail, TF_ERROR_INVALID_ARGUMENT, "options set fields this library", NULL},
+    {"tf_module_function", function_name, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL",
+     NULL},
+    {"tf_module_function", function_out, TF_ERROR_INVALID_ARGUMENT, "name or out_function is NULL",
+     NULL},
+    {"tf_function_set_attribute", attribute_function, TF_ERROR_INVALID_ARGUMENT, "function is NULL",
+     NULL},
+    {"tf_function_set_attribute", attribute_value, TF_ERROR_CUDA, "cuFuncSetAttribute failed",
+     NULL},
+    {"tf_kernel_launch", launch_function, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL",
+     NULL},
+    {"tf_kernel_launch", launch_config, TF_ERROR_INVALID_ARGUMENT, "function or config is NULL",
+     NULL},
+    {"tf_kernel_launch", launch_tiny, TF_ERROR_INVALID_ARGUMENT,
+     "config->struct_size 4 is too small", NULL},
+    {"tf_kernel_launch", launch_tail, TF_ERROR_INVALID_ARGUMENT, "config sets fields this library",
+     NULL},
+    {"tf_kernel_launch", launch_zero, TF_ERROR_INVALID_ARGUMENT,
+     "every dimension must be at least 1", NULL},
+    {"tf_program_compile", compile_arch, TF_ERROR_INVALID_ARGUMENT,
+     "arch -1 and option_count 0 must not be negative", NULL},
+    {"tf_program_compile", compile_tail, TF_ERROR_INVALID_ARGUMENT,
+     "options set fields this library", NULL},
     {"tf_copy", copy_to_host, TF_ERROR_INVALID_ARGUMENT, "dst 0x", "is not device memory"},
     {"tf_peer_copy", peer_from_host, TF_ERROR_INVALID_ARGUMENT, "src 0x", "is not device memory"},
-    {"tf_peer_copy", peer_past_end, TF_ERROR_INVALID_ARGUMENT, "dst range", "crosses the end of its allocation"},
-    {"tf_download_scalar", scalar_negative_len, TF_ERROR_INVALID_ARGUMENT, "is over TF_SCALAR_DOWNLOAD_MAX_BYTES", NULL},
+    {"tf_peer_copy", peer_past_end, TF_ERROR_INVALID_ARGUMENT, "dst range",
+     "crosses the end of its allocation"},
+    {"tf_download_scalar", scalar_negative_len, TF_ERROR_INVALID_ARGUMENT,
+     "is over TF_SCALAR_DOWNLOAD_MAX_BYTES", NULL},
 };
 #define NBAD (sizeof bad_arguments / sizeof bad_arguments[0])
 
@@ -693,8 +751,8 @@ static void slot_lock_reentry_is_refused(void **state) {
     for (i = 0; i < NREENTRY; ++i) {
         if (re.status[i] != TF_ERROR_RUNTIME_STATE || !strstr(re.message[i], ops[i]) ||
             !strstr(re.message[i], "is already held by this thread"))
-            fail_msg("%s from inside the slot's callback: status %d: %s", ops[i],
-                     (int)re.status[i], re.message[i]);
+            fail_msg("%s from inside the slot's callback: status %d: %s", ops[i], (int)re.status[i],
+                     re.message[i]);
     }
     assert_ok(tf_free(fx.rt, re.big_device));
     free(re.big);

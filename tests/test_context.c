@@ -232,7 +232,7 @@ static void null_callback_is_refused(void **state) {
  * from no context. */
 
 static struct {
-    void *to;  /* the context the caller's code makes current */
+    void *to; /* the context the caller's code makes current */
     int moves;
 } g_move;
 
@@ -277,8 +277,8 @@ static void no_release(void *resource, void *user_data) {
  * released by the caller unless the entry released it. */
 enum entry { WITH_CONTEXT, STREAM_ENQUEUE, CUBLAS_ENQUEUE, RETIRE, POLL, SYNC, RELEASE, ENTRIES };
 static const char *const entry_names[ENTRIES] = {
-    "tf_with_context", "tf_stream_enqueue", "tf_cublas_enqueue", "tf_workspace_retire",
-    "tf_workspace_poll", "tf_runtime_sync", "tf_runtime_release"};
+    "tf_with_context",   "tf_stream_enqueue", "tf_cublas_enqueue", "tf_workspace_retire",
+    "tf_workspace_poll", "tf_runtime_sync",   "tf_runtime_release"};
 
 /* Waits for the slot's stream with the driver's own call: the retirement
  * queued before is then passed, but its release has not run. */
@@ -327,11 +327,12 @@ static int caller_code_moved_the_caller(enum entry e, void *start, void *to) {
     st = call_entry(e, rt);
     int wrong = st != TF_OK || g_move.moves != 1 || raw_current_context() != start;
     if (wrong)
-        print_error("%s from %s, caller code moving to %s: status %d, %d moves, context %p "
-                    "afterwards, %p before\n",
-                    entry_names[e], start ? "the primary context" : "no context",
-                    to ? "another context" : "no context", (int)st, g_move.moves,
-                    raw_current_context(), start);
+        print_error(
+            "%s from %s, caller code moving to %s: status %d, %d moves, context %p "
+            "afterwards, %p before\n",
+            entry_names[e], start ? "the primary context" : "no context",
+            to ? "another context" : "no context", (int)st, g_move.moves, raw_current_context(),
+            start);
     raw_set_current_context(NULL);
     if (e != RELEASE) assert_ok(tf_runtime_release(rt));
     /* The library's own work after the caller's code (more releases, the
@@ -349,8 +350,8 @@ static void caller_code_cannot_move_the_caller(void **state) {
     int e, s, t, wrong = 0;
     (void)state;
     for (e = 0; e < ENTRIES; ++e)
-        for (s = 0; s < 2; ++s)      /* from the primary (fast path), from none */
-            for (t = 0; t < 2; ++t)  /* to another context, to none (a pop) */
+        for (s = 0; s < 2; ++s)     /* from the primary (fast path), from none */
+            for (t = 0; t < 2; ++t) /* to another context, to none (a pop) */
                 wrong += caller_code_moved_the_caller((enum entry)e, s == 0 ? (void *)1 : NULL,
                                                       t == 0 ? other : NULL);
     raw_destroy_context(other);

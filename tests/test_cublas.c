@@ -221,8 +221,7 @@ static void bad_arguments_are_refused(void **state) {
     assert_failure(tf_cublas_symbol("cubla", &f), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_symbol",
                    "is not a cuBLAS symbol");
     assert_null(f);
-    assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version",
-                   "NULL");
+    assert_failure(tf_cublas_version(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_cublas_version", "NULL");
     (void)v;
     assert_ok(tf_runtime_release(rt));
 }
@@ -467,13 +466,13 @@ static int32_t run_gemm(void *handle, void *stream, void *user_data) {
             beta = alpha + 1;
         }
         return dgemm()(handle, ta, tb, g->m, g->n, g->k, alpha, (const double *)(uintptr_t)g->a,
-                       lda, (const double *)(uintptr_t)g->b, ldb, beta,
-                       (double *)(uintptr_t)g->c, g->m);
+                       lda, (const double *)(uintptr_t)g->b, ldb, beta, (double *)(uintptr_t)g->c,
+                       g->m);
     } else {
         float alpha = (float)g->alpha, beta = (float)g->beta;
         return sgemm()(handle, ta, tb, g->m, g->n, g->k, &alpha, (const float *)(uintptr_t)g->a,
-                       lda, (const float *)(uintptr_t)g->b, ldb, &beta,
-                       (float *)(uintptr_t)g->c, g->m);
+                       lda, (const float *)(uintptr_t)g->b, ldb, &beta, (float *)(uintptr_t)g->c,
+                       g->m);
     }
 }
 
@@ -505,10 +504,12 @@ static void check_gemm(tf_runtime *rt, struct gemm *g, uint32_t seed) {
     for (i = 0; i < na; ++i) a[i] = fill(&seed);
     for (i = 0; i < nb; ++i) b[i] = fill(&seed);
     for (i = 0; i < nc; ++i) c[i] = fill(&seed);
-#define TO_DEVICE_TYPE(dst, src, n)                                      \
-    for (i = 0; i < (n); ++i) {                                          \
-        if (g->is_double) ((double *)(dst))[i] = (src)[i];               \
-        else ((float *)(dst))[i] = (float)(src)[i], (src)[i] = ((float *)(dst))[i]; \
+#define TO_DEVICE_TYPE(dst, src, n)                                                \
+    for (i = 0; i < (n); ++i) {                                                    \
+        if (g->is_double)                                                          \
+            ((double *)(dst))[i] = (src)[i];                                       \
+        else                                                                       \
+            ((float *)(dst))[i] = (float)(src)[i], (src)[i] = ((float *)(dst))[i]; \
     }
     TO_DEVICE_TYPE(ha, a, na);
     TO_DEVICE_TYPE(hb, b, nb);
@@ -526,10 +527,9 @@ static void check_gemm(tf_runtime *rt, struct gemm *g, uint32_t seed) {
         g->scalars = dev_alloc(rt, sizeof ab);
         dev_upload(rt, g->scalars, ab, sizeof ab);
     }
-    assert_ok(tf_cublas_enqueue(rt,
-                                g->device_scalars ? TF_CUBLAS_POINTER_MODE_DEVICE
-                                                  : TF_CUBLAS_POINTER_MODE_HOST,
-                                run_gemm, g));
+    assert_ok(tf_cublas_enqueue(
+        rt, g->device_scalars ? TF_CUBLAS_POINTER_MODE_DEVICE : TF_CUBLAS_POINTER_MODE_HOST,
+        run_gemm, g));
     dev_download(rt, hc, g->c, nc * es);
     reference(g, a, b, c);
     for (i = 0; i < nc; ++i) {
@@ -549,7 +549,7 @@ static void check_gemm(tf_runtime *rt, struct gemm *g, uint32_t seed) {
 static void gemms_match_a_cpu_reference(void **state) {
     static const int shapes[][5] = {
         /* m, n, k, ta, tb */
-        {1, 1, 1, 0, 0}, {64, 64, 64, 0, 0}, {33, 17, 65, 1, 0},
+        {1, 1, 1, 0, 0},     {64, 64, 64, 0, 0},  {33, 17, 65, 1, 0},
         {128, 96, 40, 0, 1}, {7, 300, 129, 1, 1}, {256, 256, 256, 0, 0},
     };
     tf_runtime *rt = new_runtime();

@@ -38,31 +38,26 @@ static PFN_cuGetProcAddress_v12000 get_proc;
 static struct driver_table D;
 
 #define CU(call) assert_int_equal((call), CUDA_SUCCESS)
-#define NEED_DOUBLE()      \
-    do {                   \
-        if (T == NULL)     \
-            skip();        \
+#define NEED_DOUBLE()          \
+    do {                       \
+        if (T == NULL) skip(); \
     } while (0)
 
 /* Copy a dlsym / cuGetProcAddress result into a function pointer. */
 #define AS_FN(var, sym) memcpy(&(var), &(sym), sizeof(sym))
 
-static int group_setup(void **state)
-{
+static int group_setup(void **state) {
     (void)state;
     T = tfd();
-    if (T == NULL)
-        return 0;
+    if (T == NULL) return 0;
     get_proc = driver_get_proc();
-    if (get_proc == NULL || driver_table() == NULL)
-        return -1;
+    if (get_proc == NULL || driver_table() == NULL) return -1;
     D = *driver_table();
     T->tfd_reset();
     return 0;
 }
 
-static CUcontext use_primary(int dev)
-{
+static CUcontext use_primary(int dev) {
     CUcontext c = NULL;
     CU(D.cuDevicePrimaryCtxRetain(&c, dev));
     CU(D.cuCtxSetCurrent(c));
@@ -70,24 +65,22 @@ static CUcontext use_primary(int dev)
 }
 
 /* A companion double: beside the driver double, found through the loader. */
-static void *open_companion(const char *soname)
-{
+static void *open_companion(const char *soname) {
     void *lib = dlopen(soname, RTLD_NOW);
     assert_non_null(lib);
     return lib;
 }
 
-#define LOAD(lib, var, name)                 \
-    do {                                     \
-        void *sym_ = dlsym((lib), (name));   \
-        assert_non_null(sym_);               \
-        AS_FN((var), sym_);                  \
+#define LOAD(lib, var, name)               \
+    do {                                   \
+        void *sym_ = dlsym((lib), (name)); \
+        assert_non_null(sym_);             \
+        AS_FN((var), sym_);                \
     } while (0)
 
 /* ---- cuGetProcAddress ------------------------------------------------------ */
 
-static void check_entry(const char *name, int version)
-{
+static void check_entry(const char *name, int version) {
     void *fn = NULL;
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     assert_int_equal(get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
@@ -96,8 +89,7 @@ static void check_entry(const char *name, int version)
     assert_int_equal(T->tfd_requested_version(name), version);
 }
 
-static void test_proc_address(void **state)
-{
+static void test_proc_address(void **state) {
     (void)state;
     NEED_DOUBLE();
     unsigned long entries = 0;
@@ -152,8 +144,7 @@ static void test_proc_address(void **state)
 
 /* ---- initialisation and devices ------------------------------------------- */
 
-static void test_init_rules(void **state)
-{
+static void test_init_rules(void **state) {
     (void)state;
     NEED_DOUBLE();
     int n = -1, v = 0;
@@ -177,15 +168,13 @@ static void test_init_rules(void **state)
     assert_int_equal(n, 1);
 }
 
-static int attr(CUdevice_attribute a, CUdevice dev)
-{
+static int attr(CUdevice_attribute a, CUdevice dev) {
     int v = -1;
     CU(D.cuDeviceGetAttribute(&v, a, dev));
     return v;
 }
 
-static void test_devices(void **state)
-{
+static void test_devices(void **state) {
     (void)state;
     NEED_DOUBLE();
     int n = 0;
@@ -221,14 +210,16 @@ static void test_devices(void **state)
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0), 0);
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0), 132);
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0), 1);
-    assert_int_not_equal(attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0), attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 1));
+    assert_int_not_equal(attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0),
+                         attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 1));
     T->tfd_set_attribute(1, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 10);
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1), 10);
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0), 132);
     T->tfd_set_attribute(-1, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 64);
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, 2), 64);
     int v = 0;
-    assert_int_equal(D.cuDeviceGetAttribute(&v, (CUdevice_attribute)0, 0), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuDeviceGetAttribute(&v, (CUdevice_attribute)0, 0),
+                     CUDA_ERROR_INVALID_VALUE);
 
     int can = -1;
     CU(D.cuDeviceCanAccessPeer(&can, 0, 1));
@@ -242,19 +233,18 @@ static void test_devices(void **state)
     assert_int_equal(can, 0);
     assert_int_equal(D.cuDeviceCanAccessPeer(&can, 0, 5), CUDA_ERROR_INVALID_DEVICE);
 
-    T->tfd_reset();   /* back to one device, no overrides */
+    T->tfd_reset(); /* back to one device, no overrides */
     assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0), 32);
     assert_int_equal(D.cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
 }
 
 /* ---- fault rules and the call log ------------------------------------------ */
 
-static void test_fault_nth_times(void **state)
-{
+static void test_fault_nth_times(void **state) {
     (void)state;
     NEED_DOUBLE();
     int n = 0;
-    CU(D.cuDeviceGetCount(&n));   /* calls before the rule do not count */
+    CU(D.cuDeviceGetCount(&n)); /* calls before the rule do not count */
     T->tfd_fail("cuDeviceGetCount", 2, CUDA_ERROR_UNKNOWN, 2);
     CU(D.cuDeviceGetCount(&n));
     assert_int_equal(D.cuDeviceGetCount(&n), CUDA_ERROR_UNKNOWN);
@@ -266,8 +256,7 @@ static void test_fault_nth_times(void **state)
     T->tfd_fail("cuDeviceGetCount", 3, CUDA_ERROR_LAUNCH_FAILED, 0);
     CU(D.cuDeviceGetCount(&n));
     CU(D.cuDeviceGetCount(&n));
-    for (int i = 0; i < 5; ++i)
-        assert_int_equal(D.cuDeviceGetCount(&n), CUDA_ERROR_LAUNCH_FAILED);
+    for (int i = 0; i < 5; ++i) assert_int_equal(D.cuDeviceGetCount(&n), CUDA_ERROR_LAUNCH_FAILED);
     T->tfd_clear_faults();
     CU(D.cuDeviceGetCount(&n));
 
@@ -290,14 +279,13 @@ static void test_fault_nth_times(void **state)
     CU(D.cuDriverGetVersion(&n));
 }
 
-static void test_fault_after(void **state)
-{
+static void test_fault_after(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
     T->tfd_fail_after("cuCtxSetCurrent", 1, CUDA_ERROR_INVALID_CONTEXT, 1);
     assert_int_equal(D.cuCtxSetCurrent(NULL), CUDA_ERROR_INVALID_CONTEXT);
-    assert_null(T->tfd_current_context());   /* it took effect */
+    assert_null(T->tfd_current_context()); /* it took effect */
     CU(D.cuCtxSetCurrent(c));
     T->tfd_fail_after("cuStreamCreate", 1, CUDA_ERROR_UNKNOWN, 1);
     CUstream s = NULL;
@@ -310,8 +298,7 @@ static void test_fault_after(void **state)
     assert_int_equal(D.cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
 }
 
-static void test_fault_wildcard(void **state)
-{
+static void test_fault_wildcard(void **state) {
     (void)state;
     NEED_DOUBLE();
     int v = 0;
@@ -321,7 +308,7 @@ static void test_fault_wildcard(void **state)
     CU(D.cuDriverGetVersion(&v));
     assert_int_equal(get_proc("cuInit", &fn, 2000, 0, NULL), CUDA_ERROR_UNKNOWN);
     assert_int_equal(D.cuGetErrorName(CUDA_SUCCESS, &name), CUDA_ERROR_UNKNOWN);
-    assert_null(name);   /* no effect */
+    assert_null(name); /* no effect */
     CU(D.cuDriverGetVersion(&v));
     /* companion names are not matched by "*" */
     T->tfd_clear_faults();
@@ -344,24 +331,20 @@ struct delayed_create {
     CUresult rc;
 };
 
-static void *create_delayed(void *arg)
-{
+static void *create_delayed(void *arg) {
     struct delayed_create *d = arg;
     d->rc = D.cuCtxSetCurrent(d->ctx);
-    if (d->rc == CUDA_SUCCESS)
-        d->rc = D.cuStreamCreate(&d->stream, 0);
+    if (d->rc == CUDA_SUCCESS) d->rc = D.cuStreamCreate(&d->stream, 0);
     return NULL;
 }
 
-static double seconds_since(const struct timespec *t0)
-{
+static double seconds_since(const struct timespec *t0) {
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static void test_entry_delay(void **state)
-{
+static void test_entry_delay(void **state) {
     (void)state;
     NEED_DOUBLE();
     struct delayed_create d = {use_primary(0), NULL, CUDA_ERROR_UNKNOWN};
@@ -372,8 +355,7 @@ static void test_entry_delay(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(pthread_create(&th, NULL, create_delayed, &d), 0);
     /* While that thread sleeps in cuStreamCreate, this one is served. */
-    while (T->tfd_calls("cuCtxSetCurrent") < 2)
-        usleep(1000);
+    while (T->tfd_calls("cuCtxSetCurrent") < 2) usleep(1000);
     usleep(20000);
     CU(D.cuDriverGetVersion(&v));
     assert_true(seconds_since(&t0) < 0.5);
@@ -395,8 +377,7 @@ static void test_entry_delay(void **state)
     assert_true(seconds_since(&t0) < 0.5);
 }
 
-static void test_call_log(void **state)
-{
+static void test_call_log(void **state) {
     (void)state;
     NEED_DOUBLE();
     int v = 0, n = 0;
@@ -405,7 +386,7 @@ static void test_call_log(void **state)
     CU(D.cuDriverGetVersion(&v));
     CU(D.cuDeviceGetCount(&n));
     T->tfd_fail("cuInit", 1, CUDA_ERROR_UNKNOWN, 1);
-    assert_int_equal(D.cuInit(0), CUDA_ERROR_UNKNOWN);   /* failed calls are logged */
+    assert_int_equal(D.cuInit(0), CUDA_ERROR_UNKNOWN); /* failed calls are logged */
     CU(get_proc("cuInit", &fn, 2000, 0, NULL));
     assert_int_equal(T->tfd_log_count(), 4);
     assert_string_equal(T->tfd_log_name(0), "cuDriverGetVersion");
@@ -426,15 +407,14 @@ static void test_call_log(void **state)
     assert_int_equal(T->tfd_calls("cuInit"), 1);
     T->tfd_log_clear();
     assert_int_equal(T->tfd_log_count(), 0);
-    assert_int_equal(T->tfd_calls("cuInit"), 1);   /* counters survive log_clear */
+    assert_int_equal(T->tfd_calls("cuInit"), 1); /* counters survive log_clear */
     T->tfd_reset();
     assert_int_equal(T->tfd_calls("cuInit"), 0);
 }
 
 /* ---- contexts -------------------------------------------------------------- */
 
-static void *thread_current(void *arg)
-{
+static void *thread_current(void *arg) {
     (void)arg;
     CUcontext c = (CUcontext)&c;
     if (D.cuCtxGetCurrent(&c) != CUDA_SUCCESS || c != NULL || T->tfd_current_context() != NULL)
@@ -442,8 +422,7 @@ static void *thread_current(void *arg)
     return NULL;
 }
 
-static void test_primary_context(void **state)
-{
+static void test_primary_context(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext a = NULL, b = NULL;
@@ -496,8 +475,7 @@ static void test_primary_context(void **state)
     assert_int_equal(T->tfd_reclaimed(TFD_STREAMS), 0);
 }
 
-static void test_foreign_context(void **state)
-{
+static void test_foreign_context(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext a = use_primary(0);
@@ -517,7 +495,7 @@ static void test_foreign_context(void **state)
     CUdeviceptr p = 0;
     assert_int_equal(D.cuMemAllocAsync(&p, 64, s), CUDA_ERROR_INVALID_CONTEXT);
     assert_int_equal(D.cuStreamSynchronize((CUstream)(uintptr_t)0x7000), CUDA_ERROR_INVALID_HANDLE);
-    CU(D.cuStreamSynchronize(NULL));   /* the default stream of `other` */
+    CU(D.cuStreamSynchronize(NULL)); /* the default stream of `other` */
     CU(D.cuStreamSynchronize(CU_STREAM_LEGACY));
     /* a destroyed context: not usable, cannot be made current again */
     T->tfd_destroy_context(other);
@@ -529,8 +507,7 @@ static void test_foreign_context(void **state)
     CU(D.cuStreamDestroy(s));
 }
 
-static void test_reclaim_on_release(void **state)
-{
+static void test_reclaim_on_release(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext a = use_primary(0);
@@ -540,7 +517,7 @@ static void test_reclaim_on_release(void **state)
     CU(D.cuStreamCreate(&s, 0));
     CU(D.cuEventCreate(&e, 0));
     CU(D.cuMemAlloc(&p, 64));
-    uint64_t mine = T->tfd_device_alloc(0, 64);   /* test memory is never reclaimed */
+    uint64_t mine = T->tfd_device_alloc(0, 64); /* test memory is never reclaimed */
     assert_true(mine != 0);
     CU(D.cuDevicePrimaryCtxRelease(0));
     assert_int_equal(T->tfd_reclaimed(TFD_STREAMS), 1);
@@ -564,8 +541,7 @@ static void test_reclaim_on_release(void **state)
 
 /* ---- memory ------------------------------------------------------------------ */
 
-static void test_memory_layout(void **state)
-{
+static void test_memory_layout(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
@@ -622,8 +598,7 @@ static void test_memory_layout(void **state)
     T->tfd_device_free(t);
 }
 
-static void test_memory_copies(void **state)
-{
+static void test_memory_copies(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary(0);
@@ -631,8 +606,7 @@ static void test_memory_copies(void **state)
     CU(D.cuMemAlloc(&a, 1000));
     CU(D.cuMemAlloc(&b, 10));
     unsigned char host[1000], back[1000], small[10];
-    for (int i = 0; i < 1000; ++i)
-        host[i] = (unsigned char)(i * 7);
+    for (int i = 0; i < 1000; ++i) host[i] = (unsigned char)(i * 7);
     CU(D.cuMemcpyHtoDAsync(a, host, 1000, NULL));
     assert_int_equal(D.cuMemcpyHtoDAsync(a + 1, host, 1000, NULL), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(D.cuMemcpyHtoDAsync(a + 1100, host, 10, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -640,7 +614,7 @@ static void test_memory_copies(void **state)
     assert_memory_equal(back, host, 1000);
     CU(D.cuMemcpyDtoDAsync(b, a + 500, 10, NULL));
     assert_int_equal(T->tfd_device_read(b, small, 10), 0);
-    assert_int_equal(small[0], 0xCD);   /* queued, not run: b is still fresh */
+    assert_int_equal(small[0], 0xCD); /* queued, not run: b is still fresh */
     CU(D.cuStreamSynchronize(NULL));
     assert_int_equal(T->tfd_device_read(b, small, 10), 0);
     assert_memory_equal(small, host + 500, 10);
@@ -648,11 +622,11 @@ static void test_memory_copies(void **state)
     assert_int_equal(D.cuMemcpyDtoDAsync(b, a + 995, 10, NULL), CUDA_ERROR_INVALID_VALUE);
     CU(D.cuMemsetD8Async(a, 0x5A, 1000, NULL));
     CU(D.cuMemcpyDtoHAsync(back, a, 1000, NULL));
-    for (int i = 0; i < 1000; ++i)
-        assert_int_equal(back[i], 0x5A);
+    for (int i = 0; i < 1000; ++i) assert_int_equal(back[i], 0x5A);
     assert_int_equal(D.cuMemsetD8Async(a, 0, 1001, NULL), CUDA_ERROR_INVALID_VALUE);
     /* a device address where a host pointer belongs */
-    assert_int_equal(D.cuMemcpyDtoHAsync((void *)(uintptr_t)b, a, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuMemcpyDtoHAsync((void *)(uintptr_t)b, a, 4, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
     /* zero bytes is a no-op */
     CU(D.cuMemcpyHtoDAsync(a + 5000, host, 0, NULL));
     /* fresh memory is not zeroed */
@@ -665,8 +639,7 @@ static void test_memory_copies(void **state)
     CU(D.cuMemFree(b));
 }
 
-static void test_host_and_async_memory(void **state)
-{
+static void test_host_and_async_memory(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
@@ -674,12 +647,15 @@ static void test_host_and_async_memory(void **state)
     unsigned char stack[16];
     unsigned mt = 0;
     CU(D.cuMemHostAlloc(&h, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    memset(h, 1, 4096);   /* real host memory */
-    assert_int_equal(T->tfd_host_alloc_flags(h), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-    assert_int_equal(T->tfd_host_alloc_flags((char *)h + 100), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    memset(h, 1, 4096); /* real host memory */
+    assert_int_equal(T->tfd_host_alloc_flags(h),
+                     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    assert_int_equal(T->tfd_host_alloc_flags((char *)h + 100),
+                     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     assert_int_equal(T->tfd_host_alloc_flags(stack), ~0u);
     assert_int_equal(T->tfd_live(TFD_HOST_ALLOCS), 1);
-    CU(D.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)h + 10));
+    CU(D.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                               (CUdeviceptr)(uintptr_t)h + 10));
     assert_int_equal(mt, CU_MEMORYTYPE_HOST);
     CUcontext owner = NULL;
     CU(D.cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)h));
@@ -704,14 +680,14 @@ static void test_host_and_async_memory(void **state)
     assert_int_equal(D.cuMemAllocAsync(&x, 0, s), CUDA_ERROR_INVALID_VALUE);
     CU(D.cuMemFreeAsync(x, s));
     assert_int_equal(D.cuMemFreeAsync(x, s), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuMemAllocAsync(&x, 64, (CUstream)(uintptr_t)0x7770), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(D.cuMemAllocAsync(&x, 64, (CUstream)(uintptr_t)0x7770),
+                     CUDA_ERROR_INVALID_HANDLE);
     T->tfd_set_attribute(0, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0);
     assert_int_equal(D.cuMemAllocAsync(&x, 64, s), CUDA_ERROR_NOT_SUPPORTED);
     CU(D.cuStreamDestroy(s));
 }
 
-static void test_peer(void **state)
-{
+static void test_peer(void **state) {
     (void)state;
     NEED_DOUBLE();
     T->tfd_set_devices(2);
@@ -739,8 +715,7 @@ static void test_peer(void **state)
     assert_true(base == p1 && size == 64);
 
     unsigned char data[64], back[64];
-    for (int i = 0; i < 64; ++i)
-        data[i] = (unsigned char)(200 - i);
+    for (int i = 0; i < 64; ++i) data[i] = (unsigned char)(200 - i);
     assert_int_equal(T->tfd_device_write(p0, data, 64), 0);
     CU(D.cuMemcpyPeerAsync(p1, c1, p0, c0, 64, NULL));
     assert_int_equal(T->tfd_pending(NULL), 1);
@@ -764,14 +739,13 @@ static void test_peer(void **state)
     CU(D.cuMemFree(p0));
     CU(D.cuMemFree(p1));
     CU(D.cuDevicePrimaryCtxRelease(1));
-    assert_int_equal(T->tfd_peer_enabled(c0, c1), 0);   /* gone with the context */
+    assert_int_equal(T->tfd_peer_enabled(c0, c1), 0); /* gone with the context */
     CU(D.cuDevicePrimaryCtxRelease(0));
 }
 
 /* ---- events -------------------------------------------------------------------- */
 
-static void test_event_pending(void **state)
-{
+static void test_event_pending(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
@@ -785,7 +759,7 @@ static void test_event_pending(void **state)
     CU(D.cuEventCreate(&e2, 0));
     assert_int_equal(D.cuEventCreate(&x, 0x40), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(D.cuEventCreate(&x, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
-    CU(D.cuEventQuery(e));   /* never recorded */
+    CU(D.cuEventQuery(e)); /* never recorded */
 
     T->tfd_set_async_pending(1);
     CU(D.cuEventRecord(e, s));
@@ -819,9 +793,11 @@ static void test_event_pending(void **state)
     CU(D.cuEventQuery(e));
 
     CU(D.cuStreamWaitEvent(s, e, 0));
-    assert_int_equal(D.cuStreamWaitEvent(s, (CUevent)(uintptr_t)0xdead0, 0), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(D.cuStreamWaitEvent(s, (CUevent)(uintptr_t)0xdead0, 0),
+                     CUDA_ERROR_INVALID_HANDLE);
     assert_int_equal(D.cuStreamWaitEvent(s, e, 2), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuStreamWaitEvent((CUstream)(uintptr_t)0x990, e, 0), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(D.cuStreamWaitEvent((CUstream)(uintptr_t)0x990, e, 0),
+                     CUDA_ERROR_INVALID_HANDLE);
     /* cross-context waits are allowed, other uses of the event are not */
     void *other = T->tfd_create_context(0);
     T->tfd_set_current(other);
@@ -840,8 +816,7 @@ static void test_event_pending(void **state)
 
 /* ---- sticky faults --------------------------------------------------------------- */
 
-static void test_sticky_poison(void **state)
-{
+static void test_sticky_poison(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
@@ -893,16 +868,14 @@ static const char kPtx[] =
     ".visible .entry tfd_illegal_address()\n{\n\tret;\n}\n"
     ".visible .entry my_kernel(\n)\n{\n\tret;\n}\n";
 
-static CUresult load(CUmodule *m, const char *image, char *err, size_t cap)
-{
+static CUresult load(CUmodule *m, const char *image, char *err, size_t cap) {
     CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[2] = {err, (void *)(uintptr_t)cap};
     err[0] = '\0';
     return D.cuModuleLoadDataEx(m, image, 2, opts, vals);
 }
 
-static void test_module_load(void **state)
-{
+static void test_module_load(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary(0);
@@ -927,8 +900,9 @@ static void test_module_load(void **state)
     assert_int_equal(load(&m2, ".version 8.0\n.target sm_100\n.visible .entry tfd_fill_u32(\n)\n",
                           err, sizeof err),
                      CUDA_ERROR_INVALID_PTX);
-    assert_int_equal(load(&m2, ".version 9.9\n.target sm_90\n.entry tfd_fill_u32()\n", err, sizeof err),
-                     CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+    assert_int_equal(
+        load(&m2, ".version 9.9\n.target sm_90\n.entry tfd_fill_u32()\n", err, sizeof err),
+        CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
     CUjit_option bad = (CUjit_option)9999;
     void *bad_val = NULL;
     assert_int_equal(D.cuModuleLoadDataEx(&m2, kPtx, 1, &bad, &bad_val), CUDA_ERROR_INVALID_VALUE);
@@ -950,8 +924,7 @@ static void test_module_load(void **state)
                      CUDA_ERROR_INVALID_HANDLE);
 }
 
-static void test_kernels(void **state)
-{
+static void test_kernels(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
@@ -971,23 +944,33 @@ static void test_kernels(void **state)
     CU(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
     uint32_t out[64];
     CU(D.cuMemcpyDtoHAsync(out, d, sizeof out, NULL));
-    for (int i = 0; i < 64; ++i)
-        assert_int_equal(out[i], 0xABCD1234u);
+    for (int i = 0; i < 64; ++i) assert_int_equal(out[i], 0xABCD1234u);
 
-    assert_int_equal(D.cuLaunchKernel(fill, 0, 1, 1, 64, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 1025, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 32, 32, 2, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 0, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, NULL, args, args), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 65536, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
-    CU(D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536));
-    assert_int_equal(T->tfd_func_attribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), 65536);
-    assert_int_equal(T->tfd_func_attribute(fill, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT), -1);
-    CU(D.cuLaunchKernel(fill, 2, 1, 1, 32, 1, 1, 65536, NULL, args, NULL));
-    assert_int_equal(D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_NUM_REGS, 1), CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 20),
+    assert_int_equal(D.cuLaunchKernel(fill, 0, 1, 1, 64, 1, 1, 0, NULL, args, NULL),
                      CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 1025, 1, 1, 0, NULL, args, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 32, 32, 2, 0, NULL, args, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 0, 0, NULL, args, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, NULL, args, args),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 65536, NULL, args, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    CU(D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536));
+    assert_int_equal(T->tfd_func_attribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+                     65536);
+    assert_int_equal(
+        T->tfd_func_attribute(fill, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT), -1);
+    CU(D.cuLaunchKernel(fill, 2, 1, 1, 32, 1, 1, 65536, NULL, args, NULL));
+    assert_int_equal(D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_NUM_REGS, 1),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(
+        D.cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 20),
+        CUDA_ERROR_INVALID_VALUE);
 
     /* add */
     CUdeviceptr x = 0, y = 0, z = 0;
@@ -1006,8 +989,7 @@ static void test_kernels(void **state)
     void *add_args[] = {&px, &py, &pz, &cnt};
     CU(D.cuLaunchKernel(add, 1, 1, 1, 16, 1, 1, 0, NULL, add_args, NULL));
     CU(D.cuMemcpyDtoHAsync(hz, z, sizeof hz, NULL));
-    for (int i = 0; i < 16; ++i)
-        assert_true(hz[i] == hx[i] + hy[i]);
+    for (int i = 0; i < 16; ++i) assert_true(hz[i] == hx[i] + hy[i]);
 
     /* a kernel touching memory outside an allocation: asynchronous fault */
     n = 65;
@@ -1029,7 +1011,8 @@ static void test_kernels(void **state)
     /* functions die with their module */
     CU(D.cuModuleUnload(m));
     n = 4;
-    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(D.cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
+                     CUDA_ERROR_INVALID_HANDLE);
     CU(D.cuMemFree(d));
     CU(D.cuMemFree(x));
     CU(D.cuMemFree(y));
@@ -1038,12 +1021,11 @@ static void test_kernels(void **state)
 
 /* ---- error names ----------------------------------------------------------------- */
 
-static void test_error_names(void **state)
-{
+static void test_error_names(void **state) {
     (void)state;
     NEED_DOUBLE();
-    static const int codes[] = {0,   1,   2,   3,   4,   34,  100, 101, 200, 201, 209, 300, 400, 500,
-                                600, 700, 702, 710, 714, 715, 716, 717, 718, 719, 801, 999};
+    static const int codes[] = {0,   1,   2,   3,   4,   34,  100, 101, 200, 201, 209, 300, 400,
+                                500, 600, 700, 702, 710, 714, 715, 716, 717, 718, 719, 801, 999};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
         const char *name = NULL, *text = NULL;
         CU(D.cuGetErrorName((CUresult)codes[i], &name));
@@ -1084,8 +1066,7 @@ struct cublas {
     __typeof__(cublasDgemm_v2) *dgemm;
 };
 
-static void load_cublas(void *lib, struct cublas *b)
-{
+static void load_cublas(void *lib, struct cublas *b) {
     LOAD(lib, b->create, "cublasCreate_v2");
     LOAD(lib, b->destroy, "cublasDestroy_v2");
     LOAD(lib, b->set_stream, "cublasSetStream_v2");
@@ -1101,16 +1082,14 @@ static void load_cublas(void *lib, struct cublas *b)
     LOAD(lib, b->dgemm, "cublasDgemm_v2");
 }
 
-static double next_rand(uint32_t *s)
-{
+static double next_rand(uint32_t *s) {
     *s = *s * 1664525u + 1013904223u;
     return (double)(*s >> 8) / (double)(1u << 24) - 0.5;
 }
 
 /* Column-major reference GEMM in double precision. */
 static void reference_gemm(int ta, int tb, int m, int n, int k, double alpha, const double *A,
-                           int lda, const double *B, int ldb, double beta, double *C, int ldc)
-{
+                           int lda, const double *B, int ldb, double beta, double *C, int ldc) {
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
             double sum = 0;
@@ -1128,8 +1107,7 @@ static double absd(double v) { return v < 0 ? -v : v; }
 enum { GM = 3, GN = 4, GK = 5, LDA = 7, LDB = 6, LDC = 5, ELEMS = 64 };
 
 /* Run one Sgemm on the device and compare with the reference. */
-static void check_sgemm(const struct cublas *b, cublasHandle_t h, int ta, int tb, uint32_t seed)
-{
+static void check_sgemm(const struct cublas *b, cublasHandle_t h, int ta, int tb, uint32_t seed) {
     double A[ELEMS], B[ELEMS], C[ELEMS];
     float fA[ELEMS], fB[ELEMS], fC[ELEMS];
     for (int i = 0; i < ELEMS; ++i) {
@@ -1148,12 +1126,13 @@ static void check_sgemm(const struct cublas *b, cublasHandle_t h, int ta, int tb
     CU(D.cuMemcpyHtoDAsync(dB, fB, sizeof fB, NULL));
     CU(D.cuMemcpyHtoDAsync(dC, fC, sizeof fC, NULL));
     float alpha = 1.5f, beta = -0.25f;
-    assert_int_equal(b->sgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, GM,
-                              GN, GK, &alpha, (const float *)(uintptr_t)dA, LDA,
-                              (const float *)(uintptr_t)dB, LDB, &beta, (float *)(uintptr_t)dC, LDC),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        b->sgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, GM, GN, GK,
+                 &alpha, (const float *)(uintptr_t)dA, LDA, (const float *)(uintptr_t)dB, LDB,
+                 &beta, (float *)(uintptr_t)dC, LDC),
+        CUBLAS_STATUS_SUCCESS);
     reference_gemm(ta, tb, GM, GN, GK, alpha, A, LDA, B, LDB, beta, C, LDC);
-    alpha = 100.0f;   /* host-mode scalars were read at the call */
+    alpha = 100.0f; /* host-mode scalars were read at the call */
     CU(D.cuMemcpyDtoHAsync(fC, dC, sizeof fC, NULL));
     /* rows GM..LDC-1 of C are padding and must be untouched */
     for (int j = 0; j < GN; ++j)
@@ -1164,15 +1143,14 @@ static void check_sgemm(const struct cublas *b, cublasHandle_t h, int ta, int tb
     CU(D.cuMemFree(dC));
 }
 
-static void test_cublas_gemm(void **state)
-{
+static void test_cublas_gemm(void **state) {
     (void)state;
     NEED_DOUBLE();
     void *lib = open_companion("libcublas.so.13");
     struct cublas b;
     load_cublas(lib, &b);
     cublasHandle_t h = NULL;
-    assert_int_equal(b.create(&h), CUBLAS_STATUS_NOT_INITIALIZED);   /* no context */
+    assert_int_equal(b.create(&h), CUBLAS_STATUS_NOT_INITIALIZED); /* no context */
     use_primary(0);
     assert_int_equal(b.create(&h), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(T->tfd_live(TFD_CUBLAS_HANDLES), 1);
@@ -1185,8 +1163,7 @@ static void test_cublas_gemm(void **state)
     assert_non_null(b.status_string(CUBLAS_STATUS_EXECUTION_FAILED));
 
     for (int ta = 0; ta < 2; ++ta)
-        for (int tb = 0; tb < 2; ++tb)
-            check_sgemm(&b, h, ta, tb, (uint32_t)(17 + 2 * ta + tb));
+        for (int tb = 0; tb < 2; ++tb) check_sgemm(&b, h, ta, tb, (uint32_t)(17 + 2 * ta + tb));
 
     /* Dgemm with alpha/beta in device memory */
     double hA[4] = {1, 2, 3, 4}, hB[4] = {5, 6, 7, 8}, hC[4] = {1, 1, 1, 1}, ab[2] = {2.0, 1.0};
@@ -1204,26 +1181,29 @@ static void test_cublas_gemm(void **state)
     assert_int_equal(b.get_pointer_mode(h, &mode), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(mode, CUBLAS_POINTER_MODE_DEVICE);
     const double *alpha_d = (const double *)(uintptr_t)dab, *beta_d = alpha_d + 1;
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, alpha_d, (const double *)(uintptr_t)dA,
-                             2, (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, alpha_d, (const double *)(uintptr_t)dA, 2,
+                (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
+        CUBLAS_STATUS_SUCCESS);
     CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
     /* A = [1 3; 2 4], B = [5 7; 6 8]: A*B = [23 31; 34 46]; 2*AB + 1 */
     assert_true(hC[0] == 47 && hC[1] == 69 && hC[2] == 63 && hC[3] == 93);
     /* Device-mode scalars are read when the GEMM runs: alpha set to 0 after
      * the call leaves C = 0 * AB + 1 * C. */
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, alpha_d, (const double *)(uintptr_t)dA,
-                             2, (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, alpha_d, (const double *)(uintptr_t)dA, 2,
+                (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
+        CUBLAS_STATUS_SUCCESS);
     assert_int_equal(T->tfd_pending(NULL), 1);
     double zero_alpha = 0.0;
     assert_int_equal(T->tfd_device_write(dab, &zero_alpha, sizeof zero_alpha), 0);
     CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
     assert_true(hC[0] == 47 && hC[1] == 69 && hC[2] == 63 && hC[3] == 93);
     double host_alpha = 1.0;
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &host_alpha, (const double *)(uintptr_t)dA,
-                             2, (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
-                     CUBLAS_STATUS_EXECUTION_FAILED);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &host_alpha, (const double *)(uintptr_t)dA, 2,
+                (const double *)(uintptr_t)dB, 2, beta_d, (double *)(uintptr_t)dC, 2),
+        CUBLAS_STATUS_EXECUTION_FAILED);
     assert_int_equal(b.set_pointer_mode(h, (cublasPointerMode_t)5), CUBLAS_STATUS_INVALID_VALUE);
     assert_int_equal(b.set_pointer_mode(h, CUBLAS_POINTER_MODE_HOST), CUBLAS_STATUS_SUCCESS);
 
@@ -1231,30 +1211,40 @@ static void test_cublas_gemm(void **state)
     double one = 1.0, zero = 0.0;
     const double *pA = (const double *)(uintptr_t)dA, *pB = (const double *)(uintptr_t)dB;
     double *pC = (double *)(uintptr_t)dC;
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_INVALID_VALUE);
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 1, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_INVALID_VALUE);
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 3, 2, 1, &one, pA, 1, pB, 1, &zero, pC, 2),
-                     CUBLAS_STATUS_INVALID_VALUE);
-    assert_int_equal(b.dgemm(h, (cublasOperation_t)7, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_INVALID_VALUE);
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 3),
-                     CUBLAS_STATUS_EXECUTION_FAILED);   /* C runs past its allocation */
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, pA, 2, pB, 3, &zero, pC, 2),
-                     CUBLAS_STATUS_EXECUTION_FAILED);   /* A too */
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 0, 2, 2, &one, pA, 2, pB, 2, &zero, NULL, 2),
-                     CUBLAS_STATUS_SUCCESS);            /* nothing to do */
-    assert_int_equal(b.dgemm(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_NOT_INITIALIZED);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 1, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 3, 2, 1, &one, pA, 1, pB, 1, &zero, pC, 2),
+        CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(
+        b.dgemm(h, (cublasOperation_t)7, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 3),
+        CUBLAS_STATUS_EXECUTION_FAILED); /* C runs past its allocation */
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, pA, 2, pB, 3, &zero, pC, 2),
+        CUBLAS_STATUS_EXECUTION_FAILED); /* A too */
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 0, 2, 2, &one, pA, 2, pB, 2, &zero, NULL, 2),
+        CUBLAS_STATUS_SUCCESS); /* nothing to do */
+    assert_int_equal(
+        b.dgemm(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_NOT_INITIALIZED);
 
     /* fault injection reaches the companion; "*" does not */
     T->tfd_fail("cublasDgemm_v2", 1, CUBLAS_STATUS_INTERNAL_ERROR, 1);
     T->tfd_fail("*", 1, CUDA_ERROR_UNKNOWN, 0);
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_INTERNAL_ERROR);
-    assert_int_equal(b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
-                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_INTERNAL_ERROR);
+    assert_int_equal(
+        b.dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, 2, pB, 2, &zero, pC, 2),
+        CUBLAS_STATUS_SUCCESS);
     T->tfd_clear_faults();
     assert_true(T->tfd_calls("cublasDgemm_v2") >= 2);
 
@@ -1267,8 +1257,7 @@ static void test_cublas_gemm(void **state)
     dlclose(lib);
 }
 
-static void test_cublas_stream_workspace(void **state)
-{
+static void test_cublas_stream_workspace(void **state) {
     (void)state;
     NEED_DOUBLE();
     void *lib = open_companion("libcublas.so.13");
@@ -1288,8 +1277,10 @@ static void test_cublas_stream_workspace(void **state)
     assert_int_equal(T->tfd_cublas_workspace(h, &wp, &wsize), 0);
     assert_ptr_equal(wp, (void *)(uintptr_t)ws);
     assert_int_equal(wsize, 1 << 20);
-    assert_int_equal(b.set_workspace(h, (void *)(uintptr_t)(ws + 4), 1024), CUBLAS_STATUS_INVALID_VALUE);
-    assert_int_equal(b.set_workspace(h, (void *)(uintptr_t)ws, (2 << 20)), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(b.set_workspace(h, (void *)(uintptr_t)(ws + 4), 1024),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(b.set_workspace(h, (void *)(uintptr_t)ws, (2 << 20)),
+                     CUBLAS_STATUS_INVALID_VALUE);
     /* setting the stream resets the workspace, as in real cuBLAS */
     assert_int_equal(b.set_stream(h, (cudaStream_t)s), CUBLAS_STATUS_SUCCESS);
     cudaStream_t got = NULL;
@@ -1334,8 +1325,7 @@ static void test_cublas_stream_workspace(void **state)
     dlclose(lib);
 }
 
-static void test_cublas12(void **state)
-{
+static void test_cublas12(void **state) {
     (void)state;
     NEED_DOUBLE();
     const char *path = double_link_path();
@@ -1343,8 +1333,7 @@ static void test_cublas12(void **state)
     char dir[4096], lib12[4200];
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(lib12, sizeof lib12, "%s/../double12/libcublas.so.12", dirname(dir));
-    if (access(lib12, R_OK) != 0)
-        skip();
+    if (access(lib12, R_OK) != 0) skip();
     void *lib = dlopen(lib12, RTLD_NOW);
     assert_non_null(lib);
     struct cublas b;
@@ -1355,7 +1344,7 @@ static void test_cublas12(void **state)
     use_primary(0);
     cublasHandle_t h = NULL;
     assert_int_equal(b.create(&h), CUBLAS_STATUS_SUCCESS);
-    assert_int_equal(T->tfd_live(TFD_CUBLAS_HANDLES), 1);   /* one shared state */
+    assert_int_equal(T->tfd_live(TFD_CUBLAS_HANDLES), 1); /* one shared state */
     assert_int_equal(b.destroy(h), CUBLAS_STATUS_SUCCESS);
     dlclose(lib);
 }
@@ -1376,8 +1365,7 @@ struct nvrtc {
     __typeof__(nvrtcGetCUBIN) *cubin;
 };
 
-static void load_nvrtc(void *lib, struct nvrtc *r)
-{
+static void load_nvrtc(void *lib, struct nvrtc *r) {
     LOAD(lib, r->version, "nvrtcVersion");
     LOAD(lib, r->error_string, "nvrtcGetErrorString");
     LOAD(lib, r->create, "nvrtcCreateProgram");
@@ -1393,8 +1381,7 @@ static void load_nvrtc(void *lib, struct nvrtc *r)
 
 /* The program's log, PTX or CUBIN in a malloc'ed string. */
 static char *fetch(nvrtcResult (*size_fn)(nvrtcProgram, size_t *),
-                   nvrtcResult (*get_fn)(nvrtcProgram, char *), nvrtcProgram p)
-{
+                   nvrtcResult (*get_fn)(nvrtcProgram, char *), nvrtcProgram p) {
     size_t n = 0;
     assert_int_equal(size_fn(p, &n), NVRTC_SUCCESS);
     char *s = malloc(n);
@@ -1413,8 +1400,7 @@ static const char kSource[] =
     "// __global__ void commented(int x) {}\n"
     "/* __global__ void also_commented(int x) {} */\n";
 
-static void test_nvrtc_compile(void **state)
-{
+static void test_nvrtc_compile(void **state) {
     (void)state;
     NEED_DOUBLE();
     void *lib = open_companion("libnvrtc.so.13");
@@ -1459,7 +1445,7 @@ static void test_nvrtc_compile(void **state)
     assert_int_equal(D.cuModuleGetFunction(&f, m, "mangled"), CUDA_ERROR_NOT_FOUND);
     CU(D.cuModuleUnload(m));
 
-    assert_int_equal(r.compile(p, 0, NULL), NVRTC_SUCCESS);   /* default target */
+    assert_int_equal(r.compile(p, 0, NULL), NVRTC_SUCCESS); /* default target */
     ptx = fetch(r.ptx_size, r.ptx, p);
     assert_non_null(strstr(ptx, ".target sm_90"));
     free(ptx);
@@ -1485,8 +1471,7 @@ static void test_nvrtc_compile(void **state)
     dlclose(lib);
 }
 
-static void test_nvrtc_errors(void **state)
-{
+static void test_nvrtc_errors(void **state) {
     (void)state;
     NEED_DOUBLE();
     void *lib = open_companion("libnvrtc.so.13");
@@ -1520,7 +1505,8 @@ static void test_nvrtc_errors(void **state)
     assert_int_equal(r.create(&none, NULL, "x", 0, NULL, NULL), NVRTC_ERROR_INVALID_INPUT);
     assert_int_equal(r.create(&none, src, "x", -1, NULL, NULL), NVRTC_ERROR_INVALID_INPUT);
     assert_null(none);
-    assert_int_equal(r.compile((nvrtcProgram)(uintptr_t)0x40, 0, NULL), NVRTC_ERROR_INVALID_PROGRAM);
+    assert_int_equal(r.compile((nvrtcProgram)(uintptr_t)0x40, 0, NULL),
+                     NVRTC_ERROR_INVALID_PROGRAM);
     assert_string_equal(r.error_string(NVRTC_ERROR_COMPILATION), "NVRTC_ERROR_COMPILATION");
     assert_string_equal(r.error_string((nvrtcResult)99), "NVRTC_ERROR unknown");
     assert_true(T->tfd_calls("nvrtcGetErrorString") == 2);
@@ -1539,27 +1525,24 @@ enum { THREADS = 4, ROUNDS = 200 };
 /* Each thread works on its own stream; another thread's cuMemFree may run
  * it at any time (it drains the device), so only synchronized states are
  * checked. */
-static void *worker(void *arg)
-{
+static void *worker(void *arg) {
     CUcontext c = arg;
-    if (D.cuCtxSetCurrent(c) != CUDA_SUCCESS)
-        return (void *)1;
+    if (D.cuCtxSetCurrent(c) != CUDA_SUCCESS) return (void *)1;
     for (int i = 0; i < ROUNDS; ++i) {
         CUdeviceptr p = 0;
         CUstream s = NULL;
         CUevent e = NULL;
         unsigned char in[256], out[256];
         memset(in, i, sizeof in);
-        if (D.cuMemAlloc(&p, sizeof in) != CUDA_SUCCESS || D.cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
-            D.cuEventCreate(&e, 0) != CUDA_SUCCESS)
+        if (D.cuMemAlloc(&p, sizeof in) != CUDA_SUCCESS ||
+            D.cuStreamCreate(&s, 0) != CUDA_SUCCESS || D.cuEventCreate(&e, 0) != CUDA_SUCCESS)
             return (void *)2;
         if (D.cuMemcpyHtoDAsync(p, in, sizeof in, s) != CUDA_SUCCESS ||
             D.cuMemcpyDtoHAsync(out, p, sizeof out, s) != CUDA_SUCCESS ||
             D.cuEventRecord(e, s) != CUDA_SUCCESS || D.cuEventSynchronize(e) != CUDA_SUCCESS ||
             D.cuEventQuery(e) != CUDA_SUCCESS)
             return (void *)3;
-        if (memcmp(in, out, sizeof in) != 0)
-            return (void *)4;
+        if (memcmp(in, out, sizeof in) != 0) return (void *)4;
         if (D.cuEventDestroy(e) != CUDA_SUCCESS || D.cuStreamDestroy(s) != CUDA_SUCCESS ||
             D.cuMemFree(p) != CUDA_SUCCESS)
             return (void *)5;
@@ -1567,14 +1550,12 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void test_threads(void **state)
-{
+static void test_threads(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary(0);
     pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; ++i)
-        assert_int_equal(pthread_create(&th[i], NULL, worker, c), 0);
+    for (int i = 0; i < THREADS; ++i) assert_int_equal(pthread_create(&th[i], NULL, worker, c), 0);
     for (int i = 0; i < THREADS; ++i) {
         void *ret = (void *)9;
         assert_int_equal(pthread_join(th[i], &ret), 0);
@@ -1588,8 +1569,7 @@ static void test_threads(void **state)
 
 #define TEST(f) cmocka_unit_test_setup_teardown(f, double_selftest_setup, double_selftest_teardown)
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         TEST(test_proc_address),
         TEST(test_init_rules),

@@ -26,56 +26,49 @@ static const struct tfd_api *T;
 static const struct driver_table *D;
 
 #define CU(call) assert_int_equal((call), CUDA_SUCCESS)
-#define NEED_DOUBLE()              \
-    do {                           \
-        if (T == NULL || D == NULL) \
-            skip();                \
+#define NEED_DOUBLE()                       \
+    do {                                    \
+        if (T == NULL || D == NULL) skip(); \
     } while (0)
 
-static int group_setup(void **state)
-{
+static int group_setup(void **state) {
     (void)state;
     T = tfd();
     D = driver_table();
     return T != NULL && D == NULL ? -1 : 0;
 }
 
-static CUcontext use_primary(void)
-{
+static CUcontext use_primary(void) {
     CUcontext c = NULL;
     CU(D->cuDevicePrimaryCtxRetain(&c, 0));
     CU(D->cuCtxSetCurrent(c));
     return c;
 }
 
-static CUstream new_stream(unsigned flags)
-{
+static CUstream new_stream(unsigned flags) {
     CUstream s = NULL;
     CU(D->cuStreamCreate(&s, flags));
     return s;
 }
 
-static CUdeviceptr new_words(size_t n)
-{
+static CUdeviceptr new_words(size_t n) {
     CUdeviceptr p = 0;
     CU(D->cuMemAlloc(&p, n * 4));
     return p;
 }
 
 /* The first 32-bit word at p, read directly (bypassing the queues). */
-static uint32_t word(CUdeviceptr p)
-{
+static uint32_t word(CUdeviceptr p) {
     uint32_t v = 0;
     assert_int_equal(T->tfd_device_read(p, &v, sizeof v), 0);
     return v;
 }
 
-static const uint32_t kFresh = 0xCDCDCDCDu;   /* new device memory */
+static const uint32_t kFresh = 0xCDCDCDCDu; /* new device memory */
 
 /* ---- order within a stream and between streams ------------------------------------ */
 
-static void work_runs_in_stream_order_when_stepped(void **state)
-{
+static void work_runs_in_stream_order_when_stepped(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -93,15 +86,14 @@ static void work_runs_in_stream_order_when_stepped(void **state)
     assert_int_equal(word(p), 2);
     assert_int_equal(T->tfd_step(s, 1), 0);
     assert_int_equal(T->tfd_pending(s), 0);
-    assert_int_equal(T->tfd_step((void *)(uintptr_t)0x990, 1), 0);   /* unknown stream */
+    assert_int_equal(T->tfd_step((void *)(uintptr_t)0x990, 1), 0); /* unknown stream */
     CU(D->cuStreamDestroy(s));
     CU(D->cuMemFree(p));
 }
 
 /* s2 waits for s1's record: syncing s2 runs s1 up to the record, no further;
  * a stream that does not wait sees none of s1's work. */
-static void stream_wait_runs_the_other_stream_up_to_the_record(void **state)
-{
+static void stream_wait_runs_the_other_stream_up_to_the_record(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -112,15 +104,15 @@ static void stream_wait_runs_the_other_stream_up_to_the_record(void **state)
     CU(D->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     CU(D->cuMemsetD32Async(src, 7, 1, s1));
     CU(D->cuEventRecord(e, s1));
-    CU(D->cuMemsetD32Async(src, 9, 1, s1));   /* after the record: not waited for */
+    CU(D->cuMemsetD32Async(src, 9, 1, s1)); /* after the record: not waited for */
     CU(D->cuStreamWaitEvent(s2, e, 0));
     CU(D->cuMemcpyDtoDAsync(waited, src, 4, s2));
     CU(D->cuMemcpyDtoDAsync(unordered, src, 4, s3));
     CU(D->cuStreamSynchronize(s3));
-    assert_int_equal(word(unordered), kFresh);   /* s1 never ran */
+    assert_int_equal(word(unordered), kFresh); /* s1 never ran */
     CU(D->cuStreamSynchronize(s2));
     assert_int_equal(word(waited), 7);
-    assert_int_equal(T->tfd_pending(s1), 1);     /* the second memset */
+    assert_int_equal(T->tfd_pending(s1), 1); /* the second memset */
     assert_int_equal(D->cuEventQuery(e), CUDA_SUCCESS);
     CU(D->cuStreamSynchronize(s1));
     assert_int_equal(word(src), 9);
@@ -134,8 +126,7 @@ static void stream_wait_runs_the_other_stream_up_to_the_record(void **state)
 }
 
 /* A wait uses the record made before it; a later record does not move it. */
-static void wait_keeps_the_record_it_saw(void **state)
-{
+static void wait_keeps_the_record_it_saw(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -147,7 +138,7 @@ static void wait_keeps_the_record_it_saw(void **state)
     CU(D->cuEventRecord(e, s1));
     CU(D->cuStreamWaitEvent(s2, e, 0));
     CU(D->cuMemsetD32Async(p, 2, 1, s1));
-    CU(D->cuEventRecord(e, s1));          /* supersedes the first record */
+    CU(D->cuEventRecord(e, s1)); /* supersedes the first record */
     CU(D->cuStreamSynchronize(s2));
     assert_int_equal(word(p), 1);
     assert_int_equal(D->cuEventQuery(e), CUDA_ERROR_NOT_READY);
@@ -168,8 +159,7 @@ static void wait_keeps_the_record_it_saw(void **state)
 
 /* The legacy stream waits for the blocking streams and they for it;
  * non-blocking streams take no part. */
-static void legacy_stream_orders_blocking_streams_only(void **state)
-{
+static void legacy_stream_orders_blocking_streams_only(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -177,12 +167,12 @@ static void legacy_stream_orders_blocking_streams_only(void **state)
     CUdeviceptr a = new_words(1), b = new_words(1), c = new_words(1);
     CU(D->cuMemsetD32Async(a, 3, 1, blocking));
     CU(D->cuMemsetD32Async(b, 4, 1, nb));
-    CU(D->cuMemcpyDtoDAsync(c, a, 4, NULL));   /* after the blocking stream's memset */
+    CU(D->cuMemcpyDtoDAsync(c, a, 4, NULL)); /* after the blocking stream's memset */
     CU(D->cuStreamSynchronize(NULL));
     assert_int_equal(word(c), 3);
     assert_int_equal(word(b), kFresh);
     CU(D->cuMemsetD32Async(c, 5, 1, NULL));
-    CU(D->cuMemcpyDtoDAsync(a, c, 4, blocking));   /* after the legacy memset */
+    CU(D->cuMemcpyDtoDAsync(a, c, 4, blocking)); /* after the legacy memset */
     CU(D->cuStreamSynchronize(blocking));
     assert_int_equal(word(a), 5);
     /* the synchronous copies go through the legacy stream */
@@ -209,8 +199,7 @@ static void legacy_stream_orders_blocking_streams_only(void **state)
 /* Pageable memory: an upload's source is taken at the call, a download is
  * done when the call returns.  Page-locked memory: both happen when the
  * stream runs the copy. */
-static void pageable_and_page_locked_copies(void **state)
-{
+static void pageable_and_page_locked_copies(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -218,24 +207,24 @@ static void pageable_and_page_locked_copies(void **state)
     CUdeviceptr p = new_words(1);
     uint32_t pageable = 11;
     CU(D->cuMemcpyHtoDAsync(p, &pageable, 4, s));
-    pageable = 12;                       /* reused at once: the copy keeps 11 */
+    pageable = 12; /* reused at once: the copy keeps 11 */
     CU(D->cuStreamSynchronize(s));
     assert_int_equal(word(p), 11);
     CU(D->cuMemsetD32Async(p, 13, 1, s));
     CU(D->cuMemcpyDtoHAsync(&pageable, p, 4, s));
-    assert_int_equal(pageable, 13);      /* done on return */
+    assert_int_equal(pageable, 13); /* done on return */
     assert_int_equal(T->tfd_pending(s), 0);
 
     uint32_t *locked = NULL;
     CU(D->cuMemHostAlloc((void **)&locked, 4096, 0));
     *locked = 21;
     CU(D->cuMemcpyHtoDAsync(p, locked, 4, s));
-    *locked = 22;                        /* reused too early: the device reads 22 */
+    *locked = 22; /* reused too early: the device reads 22 */
     CU(D->cuStreamSynchronize(s));
     assert_int_equal(word(p), 22);
     CU(D->cuMemsetD32Async(p, 23, 1, s));
     CU(D->cuMemcpyDtoHAsync(locked, p, 4, s));
-    assert_int_equal(*locked, 22);       /* not written yet */
+    assert_int_equal(*locked, 22); /* not written yet */
     CU(D->cuStreamSynchronize(s));
     assert_int_equal(*locked, 23);
     /* cuMemFreeHost waits for queued copies into the block */
@@ -249,8 +238,7 @@ static void pageable_and_page_locked_copies(void **state)
 
 /* ---- events and queries ---------------------------------------------------------------- */
 
-static void events_complete_when_their_record_runs(void **state)
-{
+static void events_complete_when_their_record_runs(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -258,7 +246,7 @@ static void events_complete_when_their_record_runs(void **state)
     CUdeviceptr p = new_words(1);
     CUevent e = NULL;
     CU(D->cuEventCreate(&e, 0));
-    CU(D->cuEventQuery(e));              /* never recorded: complete */
+    CU(D->cuEventQuery(e)); /* never recorded: complete */
     CU(D->cuEventSynchronize(e));
     CU(D->cuMemsetD32Async(p, 1, 1, s));
     CU(D->cuMemsetD32Async(p, 2, 1, s));
@@ -266,16 +254,16 @@ static void events_complete_when_their_record_runs(void **state)
     CU(D->cuMemsetD32Async(p, 3, 1, s));
     assert_int_equal(D->cuEventQuery(e), CUDA_ERROR_NOT_READY);
     assert_int_equal(D->cuStreamQuery(s), CUDA_ERROR_NOT_READY);
-    assert_int_equal(word(p), kFresh);   /* queries make no progress by default */
+    assert_int_equal(word(p), kFresh); /* queries make no progress by default */
     /* with query progress 1 each query runs one op */
     T->tfd_set_query_progress(1);
     assert_int_equal(D->cuEventQuery(e), CUDA_ERROR_NOT_READY);
     assert_int_equal(word(p), 1);
     assert_int_equal(D->cuEventQuery(e), CUDA_ERROR_NOT_READY);
-    assert_int_equal(D->cuEventQuery(e), CUDA_SUCCESS);   /* the record ran */
+    assert_int_equal(D->cuEventQuery(e), CUDA_SUCCESS); /* the record ran */
     assert_int_equal(word(p), 2);
-    assert_int_equal(T->tfd_pending(s), 1);               /* stopped at the record */
-    assert_int_equal(D->cuStreamQuery(s), CUDA_SUCCESS);   /* ran the last memset */
+    assert_int_equal(T->tfd_pending(s), 1);              /* stopped at the record */
+    assert_int_equal(D->cuStreamQuery(s), CUDA_SUCCESS); /* ran the last memset */
     assert_int_equal(word(p), 3);
     T->tfd_set_query_progress(0);
     /* cuEventSynchronize runs the stream up to the record only */
@@ -293,25 +281,24 @@ static void events_complete_when_their_record_runs(void **state)
 
 /* ---- modes and reset ----------------------------------------------------------------------- */
 
-static void sync_mode_runs_work_at_once(void **state)
-{
+static void sync_mode_runs_work_at_once(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
     CUstream s = new_stream(CU_STREAM_NON_BLOCKING);
     CUdeviceptr p = new_words(1);
-    CU(D->cuMemsetD32Async(p, 1, 1, s));          /* queued (deferred) */
+    CU(D->cuMemsetD32Async(p, 1, 1, s)); /* queued (deferred) */
     T->tfd_set_execution(TFD_EXEC_SYNC);
     assert_int_equal(T->tfd_execution(), TFD_EXEC_SYNC);
-    assert_int_equal(T->tfd_pending(s), 1);       /* switching runs nothing */
-    CU(D->cuMemsetD32Async(p, 2, 1, s));          /* runs the queue, then itself */
+    assert_int_equal(T->tfd_pending(s), 1); /* switching runs nothing */
+    CU(D->cuMemsetD32Async(p, 2, 1, s));    /* runs the queue, then itself */
     assert_int_equal(T->tfd_pending(s), 0);
     assert_int_equal(word(p), 2);
     CUevent e = NULL;
     CU(D->cuEventCreate(&e, 0));
     CU(D->cuEventRecord(e, s));
     CU(D->cuEventQuery(e));
-    T->tfd_set_execution(42);                     /* unknown: ignored */
+    T->tfd_set_execution(42); /* unknown: ignored */
     assert_int_equal(T->tfd_execution(), TFD_EXEC_SYNC);
     /* the older spellings */
     T->tfd_set_async_pending(1);
@@ -326,8 +313,7 @@ static void sync_mode_runs_work_at_once(void **state)
     CU(D->cuMemFree(p));
 }
 
-static void reset_runs_queued_work_and_restores_defaults(void **state)
-{
+static void reset_runs_queued_work_and_restores_defaults(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary();
@@ -344,9 +330,9 @@ static void reset_runs_queued_work_and_restores_defaults(void **state)
     T->tfd_set_initialized(1);
     T->tfd_set_current(c);
     CU(D->cuMemsetD32Async(p, 6, 1, s));
-    assert_int_equal(D->cuStreamQuery(s), CUDA_ERROR_NOT_READY);   /* progress 0 again */
+    assert_int_equal(D->cuStreamQuery(s), CUDA_ERROR_NOT_READY); /* progress 0 again */
     assert_int_equal(word(p), 5);
-    CU(D->cuStreamDestroy(s));                   /* runs what is queued */
+    CU(D->cuStreamDestroy(s)); /* runs what is queued */
     assert_int_equal(word(p), 6);
     CU(D->cuMemFree(p));
 }
@@ -357,14 +343,13 @@ static void reset_runs_queued_work_and_restores_defaults(void **state)
  * waiting for the stream if it did not come.  Returns 1 when the spin saw
  * the flag, 0 when it fell back; *value is the value either way. */
 static int read_with_spin(CUstream s, CUdeviceptr src, uint32_t *host, double spin_ms,
-                          uint32_t *value)
-{
+                          uint32_t *value) {
     uint32_t *flag = host + 1;
     CUdeviceptr flag_dev = 0;
     int spun = 0;
     __atomic_store_n(flag, 0u, __ATOMIC_RELAXED);
     CU(D->cuMemHostGetDevicePointer(&flag_dev, flag, 0));
-    assert_true(flag_dev == (CUdeviceptr)(uintptr_t)flag);   /* unified addressing */
+    assert_true(flag_dev == (CUdeviceptr)(uintptr_t)flag); /* unified addressing */
     CU(D->cuMemcpyDtoHAsync(host, src, 4, s));
     CU(D->cuMemsetD32Async(flag_dev, 1, 1, s));
     struct timespec start, now;
@@ -377,11 +362,9 @@ static int read_with_spin(CUstream s, CUdeviceptr src, uint32_t *host, double sp
         clock_gettime(CLOCK_MONOTONIC, &now);
         double ms = 1e3 * (double)(now.tv_sec - start.tv_sec) +
                     1e-6 * (double)(now.tv_nsec - start.tv_nsec);
-        if (ms > spin_ms)
-            break;
+        if (ms > spin_ms) break;
     }
-    if (!spun)
-        CU(D->cuStreamSynchronize(s));   /* the blocking fallback */
+    if (!spun) CU(D->cuStreamSynchronize(s)); /* the blocking fallback */
     *value = __atomic_load_n(host, __ATOMIC_RELAXED);
     return spun;
 }
@@ -390,8 +373,7 @@ static int read_with_spin(CUstream s, CUdeviceptr src, uint32_t *host, double sp
  * writes sees it change without any synchronizing call once the delay has
  * passed; with a delay longer than the spin, or in deferred mode, it must
  * fall back to waiting. */
-static void background_mode_lets_host_spins_succeed(void **state)
-{
+static void background_mode_lets_host_spins_succeed(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -434,17 +416,15 @@ struct host_seen {
     CUresult driver_call;
 };
 
-static void host_function(void *arg)
-{
+static void host_function(void *arg) {
     struct host_seen *h = arg;
     CUdeviceptr q = 0;
     h->calls++;
     T->tfd_device_read(h->p, &h->value_seen, 4);
-    h->driver_call = D->cuMemAlloc(&q, 4);   /* refused, as CUDA forbids it */
+    h->driver_call = D->cuMemAlloc(&q, 4); /* refused, as CUDA forbids it */
 }
 
-static void host_functions_run_in_order_and_may_not_call_the_driver(void **state)
-{
+static void host_functions_run_in_order_and_may_not_call_the_driver(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -460,7 +440,7 @@ static void host_functions_run_in_order_and_may_not_call_the_driver(void **state
     assert_int_equal(h.calls, 1);
     assert_int_equal(h.value_seen, 31);
     assert_int_equal(h.driver_call, CUDA_ERROR_NOT_PERMITTED);
-    assert_int_equal(T->tfd_calls("cuMemAlloc"), allocs);   /* not even logged */
+    assert_int_equal(T->tfd_calls("cuMemAlloc"), allocs); /* not even logged */
     assert_int_equal(word(h.p), 32);
     CU(D->cuStreamDestroy(s));
     CU(D->cuMemFree(h.p));
@@ -475,8 +455,7 @@ static const char kPtx[] =
 
 /* A faulting kernel faults its context when it runs; the sync that ran it
  * reports it; later work of the context is dropped. */
-static void faults_come_when_the_work_runs(void **state)
-{
+static void faults_come_when_the_work_runs(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary();
@@ -491,13 +470,13 @@ static void faults_come_when_the_work_runs(void **state)
     uint32_t value = 41, n = 4;
     void *args[] = {&dp, &value, &n};
     CU(D->cuLaunchKernel(fill, 1, 1, 1, 4, 1, 1, 0, s, args, NULL));
-    value = 42;                           /* parameters were copied at the launch */
+    value = 42; /* parameters were copied at the launch */
     CU(D->cuLaunchKernel(ill, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
     CU(D->cuMemsetD32Async(p, 43, 1, s));
     assert_int_equal(T->tfd_context_poison(c), 0);
     assert_int_equal(word(p), kFresh);
     assert_int_equal(D->cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
-    assert_int_equal(word(p), 41);        /* the fill ran, the memset was dropped */
+    assert_int_equal(word(p), 41); /* the fill ran, the memset was dropped */
     assert_int_equal(T->tfd_pending(s), 0);
     T->tfd_poison_context(c, 0);
     /* a stream-ordered free runs after the work queued before it ... */
@@ -521,8 +500,7 @@ static void faults_come_when_the_work_runs(void **state)
 
 /* ---- frees and destruction --------------------------------------------------------------- */
 
-static void frees_and_destruction_run_queued_work(void **state)
-{
+static void frees_and_destruction_run_queued_work(void **state) {
     (void)state;
     NEED_DOUBLE();
     use_primary();
@@ -563,8 +541,7 @@ struct job {
     int runs, drops, result;
 };
 
-static int job_run(void *arg)
-{
+static int job_run(void *arg) {
     struct job *j = arg;
     j->runs++;
     return j->result;
@@ -572,8 +549,7 @@ static int job_run(void *arg)
 
 static void job_drop(void *arg) { ((struct job *)arg)->drops++; }
 
-static void companion_work_is_queued_too(void **state)
-{
+static void companion_work_is_queued_too(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary();
@@ -612,8 +588,7 @@ struct nccl {
     int (*destroy)(void *comm);
 };
 
-static void load_nccl(struct nccl *n)
-{
+static void load_nccl(struct nccl *n) {
     void *lib = dlopen("libnccl.so.2", RTLD_NOW);
     assert_non_null(lib);
     *(void **)&n->unique_id = dlsym(lib, "ncclGetUniqueId");
@@ -628,8 +603,7 @@ static void load_nccl(struct nccl *n)
  * never complete -- a rank of this process with nothing queued, or a rank
  * whose stream waits for work after the other rank's part -- faults the
  * context with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging. */
-static void collectives_meet_or_fault(void **state)
-{
+static void collectives_meet_or_fault(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary();
@@ -647,15 +621,14 @@ static void collectives_meet_or_fault(void **state)
                                       2 /* int32 */, 0 /* sum */, comm[r], s[r]),
                          0);
     }
-    assert_int_equal(n.init_rank(&comm[0], 2, id, 0), 5);   /* that rank is here already */
+    assert_int_equal(n.init_rank(&comm[0], 2, id, 0), 5); /* that rank is here already */
     CU(D->cuStreamSynchronize(s[0]));
-    assert_int_equal(T->tfd_pending(s[1]), 0);            /* rank 1 was made to arrive */
+    assert_int_equal(T->tfd_pending(s[1]), 0); /* rank 1 was made to arrive */
     assert_int_equal(word(p[0]), 3);
     assert_int_equal(word(p[1]), 3);
     /* rank 1 has nothing queued for the next one */
-    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0,
-                                  comm[0], s[0]),
-                     0);
+    assert_int_equal(
+        n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0, comm[0], s[0]), 0);
     assert_int_equal(D->cuStreamSynchronize(s[0]), CUDA_ERROR_LAUNCH_TIMEOUT);
     T->tfd_poison_context(c, 0);
     /* a cycle: rank 1's stream waits for work queued after rank 0's part */
@@ -666,14 +639,12 @@ static void collectives_meet_or_fault(void **state)
     assert_int_equal(n.unique_id(&id2), 0);
     assert_int_equal(n.init_rank(&comm2[0], 2, id2, 0), 0);
     assert_int_equal(n.init_rank(&comm2[1], 2, id2, 1), 0);
-    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0,
-                                  comm2[0], s[0]),
-                     0);
+    assert_int_equal(
+        n.all_reduce((void *)(uintptr_t)p[0], (void *)(uintptr_t)p[0], 4, 2, 0, comm2[0], s[0]), 0);
     CU(D->cuEventRecord(e, s[0]));
     CU(D->cuStreamWaitEvent(s[1], e, 0));
-    assert_int_equal(n.all_reduce((void *)(uintptr_t)p[1], (void *)(uintptr_t)p[1], 4, 2, 0,
-                                  comm2[1], s[1]),
-                     0);
+    assert_int_equal(
+        n.all_reduce((void *)(uintptr_t)p[1], (void *)(uintptr_t)p[1], 4, 2, 0, comm2[1], s[1]), 0);
     assert_int_equal(D->cuStreamSynchronize(s[0]), CUDA_ERROR_LAUNCH_TIMEOUT);
     assert_int_equal(T->tfd_pending_total(), 0);
     T->tfd_poison_context(c, 0);
@@ -700,8 +671,7 @@ struct producer {
 
 /* Each thread queues on its own stream while the others synchronize theirs:
  * every thread sees its own last value. */
-static void *produce(void *arg)
-{
+static void *produce(void *arg) {
     struct producer *t = arg;
     if (D->cuCtxSetCurrent(t->ctx) != CUDA_SUCCESS) {
         t->failures++;
@@ -716,8 +686,7 @@ static void *produce(void *arg)
     return NULL;
 }
 
-static void threads_progress_their_own_streams(void **state)
-{
+static void threads_progress_their_own_streams(void **state) {
     (void)state;
     NEED_DOUBLE();
     CUcontext c = use_primary();
@@ -740,8 +709,7 @@ static void threads_progress_their_own_streams(void **state)
 
 #define TEST(f) cmocka_unit_test_setup_teardown(f, double_selftest_setup, double_selftest_teardown)
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         TEST(work_runs_in_stream_order_when_stepped),
         TEST(stream_wait_runs_the_other_stream_up_to_the_record),

@@ -151,8 +151,8 @@ struct worker {
     tf_runtime *rt;
     int index;
     size_t n;
-    unsigned char *pin;  /* page-locked, made by the main thread */
-    int errors;          /* assertions cannot run on other threads */
+    unsigned char *pin; /* page-locked, made by the main thread */
+    int errors;         /* assertions cannot run on other threads */
     char first_error[256];
 };
 
@@ -182,8 +182,10 @@ static void *download_loop(void *arg) {
         note(w, tf_download(w->rt, d, page, w->n), "tf_download pageable");
         note(w, tf_download(w->rt, d, w->pin, w->n), "tf_download page-locked");
         note(w, tf_download_scalar(w->rt, d + w->n - 16, scalar, 16), "tf_download_scalar");
-        if (pattern_mismatch(page, w->n, seed) != w->n) note(w, TF_ERROR_INTERNAL, "pageable bytes");
-        if (pattern_mismatch(w->pin, w->n, seed) != w->n) note(w, TF_ERROR_INTERNAL, "page-locked bytes");
+        if (pattern_mismatch(page, w->n, seed) != w->n)
+            note(w, TF_ERROR_INTERNAL, "pageable bytes");
+        if (pattern_mismatch(w->pin, w->n, seed) != w->n)
+            note(w, TF_ERROR_INTERNAL, "page-locked bytes");
         if (memcmp(scalar, src + w->n - 16, 16) != 0) note(w, TF_ERROR_INTERNAL, "scalar bytes");
     }
     note(w, tf_free(w->rt, d), "tf_free");
@@ -555,8 +557,8 @@ static void memory_of_another_device_is_refused(void **state) {
                    "tf_download_scalar", "is memory of device 1; this runtime is on device 0");
     assert_failure(tf_download(rt0, d1, out, 16), TF_ERROR_INVALID_ARGUMENT, "tf_download",
                    "device 1");
-    assert_failure(tf_upload(rt0, out, d1, 16), TF_ERROR_INVALID_ARGUMENT, "tf_upload",
-                   "dst 0x", "device 1");
+    assert_failure(tf_upload(rt0, out, d1, 16), TF_ERROR_INVALID_ARGUMENT, "tf_upload", "dst 0x",
+                   "device 1");
     assert_failure(tf_free(rt0, d1), TF_ERROR_INVALID_ARGUMENT, "tf_free", "device 1");
     assert_ok(tf_download_scalar(rt1, d1, out, 4));
     lib_free(rt1, d1);
@@ -667,8 +669,12 @@ static void query_failure(const char *op, tf_status (*call)(struct fixture *, vo
     assert_ok(tf_runtime_release(f.rt));
 }
 
-static tf_status scalar_call(struct fixture *f, void *out) { return tf_download_scalar(f->rt, f->d, out, 4); }
-static tf_status bulk_call(struct fixture *f, void *out) { return tf_download(f->rt, f->d, out, 4096); }
+static tf_status scalar_call(struct fixture *f, void *out) {
+    return tf_download_scalar(f->rt, f->d, out, 4);
+}
+static tf_status bulk_call(struct fixture *f, void *out) {
+    return tf_download(f->rt, f->d, out, 4096);
+}
 
 static void address_range_query_failure(void **state) {
     (void)state;
@@ -876,7 +882,7 @@ static void pipeline_failure_with(uint32_t threads, const char *entry, unsigned 
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2 * depth);
     lib_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, depth);    /* the abandoned ring */
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, depth); /* the abandoned ring */
     /* Its events died with the context. */
     assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS) - reclaimed, depth);
     free(seen);
@@ -1182,8 +1188,8 @@ static void download_options_are_validated(void **state) {
                    "tf_runtime_new_with_options", "download_chunk_bytes 61440");
     assert_failure(new_with(0, TF_MAX_DOWNLOAD_CHUNK_BYTES + 4096), TF_ERROR_INVALID_ARGUMENT,
                    "tf_runtime_new_with_options", "download_chunk_bytes");
-    assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options",
-                   "not a multiple of 4096");
+    assert_failure(new_with(0, (1 << 20) + 1), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_runtime_new_with_options", "not a multiple of 4096");
     /* Whole pages: a multiple of 1024 or 2048 is not enough. */
     assert_failure(new_with(0, (1 << 20) + 1024), TF_ERROR_INVALID_ARGUMENT,
                    "tf_runtime_new_with_options", "download_chunk_bytes 1049600",

@@ -54,8 +54,9 @@ static void download_with_threads_refused(int may_start, uint32_t threads, const
     warnings = log_capture_stop();
     atomic_store(&allowed, -1);
     assert_pattern(host, n, 5);
-    assert_non_null(strstr(warnings, "tf_upload: the system refused to start a download copy "
-                                     "thread (pthread_create: "));
+    assert_non_null(strstr(warnings,
+                           "tf_upload: the system refused to start a download copy "
+                           "thread (pthread_create: "));
     assert_non_null(strstr(warnings, says));
     assert_null(strstr(strstr(warnings, "refused") + 1, "refused")); /* once */
     assert_int_equal(count_copy_threads(), before + may_start);

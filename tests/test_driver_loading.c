@@ -14,13 +14,13 @@
 
 /* ---- child scenarios: exit 0 when the library behaved ------------------- */
 
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond, tf_last_error_message());                   \
-            return 1;                                                            \
-        }                                                                        \
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+                    #cond, tf_last_error_message());                                          \
+            return 1;                                                                         \
+        }                                                                                     \
     } while (0)
 
 static int expect_everything_fails_with(tf_status expected, const char *fragment) {
@@ -222,11 +222,11 @@ static void absolute_override(void **state) {
     in_child("absolute_override_is_used", env);
 }
 
-#define CHILD_TEST(name)                  \
+#define CHILD_TEST(name)                    \
     static void name##_test(void **state) { \
-        (void)state;                      \
-        REQUIRE_DOUBLE();                 \
-        in_child(#name, NULL);            \
+        (void)state;                        \
+        REQUIRE_DOUBLE();                   \
+        in_child(#name, NULL);              \
     }
 CHILD_TEST(stub_driver)
 CHILD_TEST(driver_too_old)
@@ -245,8 +245,8 @@ static void entry_points_are_resolved_with_explicit_versions(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     assert_ok(tf_device_count(&n));
-#define TF_DRIVER_ENTRY(name, version)                                         \
-    assert_int_equal(tfd()->tfd_requested_version(#name), version);            \
+#define TF_DRIVER_ENTRY(name, version)                              \
+    assert_int_equal(tfd()->tfd_requested_version(#name), version); \
     assert_int_equal(tfd()->tfd_requested_flags(#name), CU_GET_PROC_ADDRESS_LEGACY_STREAM);
 #include "../src/driver/driver_entries.inc"
 #undef TF_DRIVER_ENTRY

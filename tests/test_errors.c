@@ -6,12 +6,24 @@
 
 #include "support/test_support.h"
 
-static const tf_status all_statuses[] = {
-    TF_OK, TF_ERROR_INVALID_ARGUMENT, TF_ERROR_INVALID_HANDLE, TF_ERROR_DRIVER_NOT_FOUND,
-    TF_ERROR_DRIVER_STUB, TF_ERROR_NO_DEVICE, TF_ERROR_DEVICE_UNAVAILABLE,
-    TF_ERROR_DRIVER_TOO_OLD, TF_ERROR_CUDA, TF_ERROR_NOT_SUPPORTED,
-    TF_ERROR_LIBRARY_NOT_FOUND, TF_ERROR_PROVIDER, TF_ERROR_CALLBACK, TF_ERROR_OUT_OF_MEMORY,
-    TF_ERROR_RUNTIME_STATE, TF_ERROR_DEVICE_FAULT, TF_ERROR_COMPILE, TF_ERROR_INTERNAL};
+static const tf_status all_statuses[] = {TF_OK,
+                                         TF_ERROR_INVALID_ARGUMENT,
+                                         TF_ERROR_INVALID_HANDLE,
+                                         TF_ERROR_DRIVER_NOT_FOUND,
+                                         TF_ERROR_DRIVER_STUB,
+                                         TF_ERROR_NO_DEVICE,
+                                         TF_ERROR_DEVICE_UNAVAILABLE,
+                                         TF_ERROR_DRIVER_TOO_OLD,
+                                         TF_ERROR_CUDA,
+                                         TF_ERROR_NOT_SUPPORTED,
+                                         TF_ERROR_LIBRARY_NOT_FOUND,
+                                         TF_ERROR_PROVIDER,
+                                         TF_ERROR_CALLBACK,
+                                         TF_ERROR_OUT_OF_MEMORY,
+                                         TF_ERROR_RUNTIME_STATE,
+                                         TF_ERROR_DEVICE_FAULT,
+                                         TF_ERROR_COMPILE,
+                                         TF_ERROR_INTERNAL};
 
 /* Codes are part of the ABI: never renumbered. */
 static void status_values_are_frozen(void **state) {
@@ -94,8 +106,7 @@ static void last_error_refuses_bad_struct(void **state) {
     assert_failure(tf_last_error(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_last_error", "NULL");
     memset(&info, 0, sizeof info);
     info.struct_size = 2;
-    assert_failure(tf_last_error(&info), TF_ERROR_INVALID_ARGUMENT, "tf_last_error",
-                   "too small");
+    assert_failure(tf_last_error(&info), TF_ERROR_INVALID_ARGUMENT, "tf_last_error", "too small");
     tf_error_info_init(NULL, 0); /* ignored, no crash */
 }
 
@@ -237,7 +248,8 @@ static void log_callback_reentry_is_refused(void **state) {
     assert_ok(tf_set_log_callback(reentrant_logger, NULL));
     assert_ok(tf_runtime_release(rt));
     assert_int_equal(nested_status, TF_ERROR_RUNTIME_STATE);
-    assert_non_null(strstr(nested_message, "tf_set_log_callback: called from inside a log callback"));
+    assert_non_null(
+        strstr(nested_message, "tf_set_log_callback: called from inside a log callback"));
     assert_ok(tf_set_log_callback(NULL, NULL));
 }
 

@@ -22,12 +22,10 @@ static int32_t noop(void *user_data) {
     return 0;
 }
 
-static void noop_release(void *resource, void *user_data) {
-    (void)resource, (void)user_data;
-}
+static void noop_release(void *resource, void *user_data) { (void)resource, (void)user_data; }
 
-#define CHILD_CHECK(cond) \
-    do {                  \
+#define CHILD_CHECK(cond)                       \
+    do {                                        \
         if (!(cond)) _exit(__LINE__ % 200 + 1); \
     } while (0)
 
@@ -118,13 +116,13 @@ static int in_forked_child(int (*body)(void *), void *arg) {
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 200 + WEXITSTATUS(status) % 50;
 }
 
-#define CHILD_REQUIRE(cond)                                                          \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "child: %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, \
-                    #cond, tf_last_error_message());                                 \
-            return 1;                                                                \
-        }                                                                            \
+#define CHILD_REQUIRE(cond)                                                                   \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "child: %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                    tf_last_error_message());                                                 \
+            return 1;                                                                         \
+        }                                                                                     \
     } while (0)
 
 /* A gate one thread waits at until another opens it: a pipe, so that the
@@ -147,9 +145,7 @@ static void gate_close(struct gate *g) {
 
 /* -- a log callback running on another thread -- */
 
-static struct {
-    struct gate entered, leave;
-} g_log;
+static struct { struct gate entered, leave; } g_log;
 
 static void blocking_logger(int32_t level, const char *message, void *user_data) {
     (void)level, (void)message, (void)user_data;
@@ -260,8 +256,9 @@ static int child_without_the_driver(void *arg) {
     tf_runtime *rt = NULL;
     (void)arg;
     CHILD_REQUIRE(tf_device_count(&n) == TF_ERROR_RUNTIME_STATE && n == -1);
-    CHILD_REQUIRE(strstr(tf_last_error_message(), "the CUDA driver was being loaded by another "
-                                                  "thread when this process was forked"));
+    CHILD_REQUIRE(strstr(tf_last_error_message(),
+                         "the CUDA driver was being loaded by another "
+                         "thread when this process was forked"));
     CHILD_REQUIRE(tf_runtime_new(0, &rt) == TF_ERROR_RUNTIME_STATE && rt == NULL);
     CHILD_REQUIRE(tf_set_log_callback(NULL, NULL) == TF_OK);
     return 0;
@@ -414,12 +411,9 @@ static const struct child_scenario scenarios[] = {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TF_TEST(child_refuses_parent_continues),
-        TF_TEST(child_can_create_its_own),
-        TF_TEST(fork_while_a_log_callback_runs),
-        TF_TEST(fork_while_the_driver_loads),
-        TF_TEST(fork_while_libraries_load),
-        TF_TEST(fork_while_threads_take_locks),
+        TF_TEST(child_refuses_parent_continues), TF_TEST(child_can_create_its_own),
+        TF_TEST(fork_while_a_log_callback_runs), TF_TEST(fork_while_the_driver_loads),
+        TF_TEST(fork_while_libraries_load),      TF_TEST(fork_while_threads_take_locks),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

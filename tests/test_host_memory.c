@@ -79,9 +79,15 @@ static void sizes_round_up_to_their_class(void **state) {
     static const struct {
         size_t bytes, klass;
     } cases[] = {
-        {1, 4 * KiB},           {4 * KiB, 4 * KiB},         {4 * KiB + 1, 8 * KiB},
-        {MiB - 1, MiB},         {MiB, MiB},                 {3 * MiB, 4 * MiB},
-        {256 * MiB, 256 * MiB}, {256 * MiB + 1, 320 * MiB}, {400 * MiB, 448 * MiB},
+        {1, 4 * KiB},
+        {4 * KiB, 4 * KiB},
+        {4 * KiB + 1, 8 * KiB},
+        {MiB - 1, MiB},
+        {MiB, MiB},
+        {3 * MiB, 4 * MiB},
+        {256 * MiB, 256 * MiB},
+        {256 * MiB + 1, 320 * MiB},
+        {400 * MiB, 448 * MiB},
     };
     tf_runtime *rt = new_runtime();
     size_t i;
@@ -201,7 +207,7 @@ static void block_freed_during_a_copy_waits_for_it(void **state) {
     assert_true(tfd()->tfd_step(stream, 2) >= 1);
     assert_int_equal(tfd()->tfd_pending(stream), 0);
     assert_pattern(block, 256 * KiB, 7); /* the copy landed in the freed block */
-    other = host_alloc(rt, 256 * KiB); /* polls the oldest pending free */
+    other = host_alloc(rt, 256 * KiB);   /* polls the oldest pending free */
     assert_ptr_equal(other, block);
     assert_int_equal(stats_of(rt).pending_frees, 0);
     assert_int_equal(stats_of(rt).driver_allocations, 2);
@@ -438,14 +444,14 @@ static void registered_memory_lifecycle(void **state) {
     assert_ok(tf_host_unregister(rt, mem));
     assert_pattern(mem, n, 11);
     assert_int_equal(stats_of(rt).bytes_registered, 0);
-    assert_failure(tf_download_async(rt, d, mem, n), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_download_async", "tf_host_alloc", "tf_host_register");
+    assert_failure(tf_download_async(rt, d, mem, n), TF_ERROR_INVALID_ARGUMENT, "tf_download_async",
+                   "tf_host_alloc", "tf_host_register");
     assert_failure(tf_host_unregister(rt, mem), TF_ERROR_INVALID_ARGUMENT, "tf_host_unregister",
                    "was not registered with tf_host_register");
     /* registered again after it went */
     assert_ok(tf_host_register(rt, mem, n));
-    assert_failure(tf_host_unregister(rt, mem + 8), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_unregister", "not its start");
+    assert_failure(tf_host_unregister(rt, mem + 8), TF_ERROR_INVALID_ARGUMENT, "tf_host_unregister",
+                   "not its start");
     assert_failure(tf_host_free(rt, mem), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
                    "tf_host_unregister");
     assert_ok(tf_host_unregister(rt, mem));
@@ -513,30 +519,30 @@ static void bad_arguments_are_refused(void **state) {
     foreign = host_alloc(other, 100);
     assert_failure(tf_host_free(rt, pageable), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
                    "was not allocated by tf_host_alloc of this runtime");
-    assert_failure(tf_host_free(rt, (char *)block + 1), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_free", "not its start");
+    assert_failure(tf_host_free(rt, (char *)block + 1), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "not its start");
     assert_failure(tf_host_free(rt, foreign), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
                    "was not allocated by tf_host_alloc of this runtime");
     assert_ok(tf_host_free(rt, block));
     assert_failure(tf_host_free(rt, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
                    "already freed");
-    assert_failure(tf_host_record_use(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_record_use", "ptr is NULL");
+    assert_failure(tf_host_record_use(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_host_record_use",
+                   "ptr is NULL");
     assert_failure(tf_host_record_use(rt, pageable), TF_ERROR_INVALID_ARGUMENT,
                    "tf_host_record_use", "is not inside a live tf_host_alloc block");
-    assert_failure(tf_host_record_use(rt, block), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_record_use", "is not inside a live tf_host_alloc block");
-    assert_failure(tf_host_register(rt, NULL, 64), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_register", "ptr is NULL");
-    assert_failure(tf_host_register(rt, pageable, 0), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_register", "bytes is 0");
-    assert_failure(tf_host_register(rt, (void *)(UINTPTR_MAX - 8), 64),
-                   TF_ERROR_INVALID_ARGUMENT, "tf_host_register", "wraps around");
+    assert_failure(tf_host_record_use(rt, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_record_use",
+                   "is not inside a live tf_host_alloc block");
+    assert_failure(tf_host_register(rt, NULL, 64), TF_ERROR_INVALID_ARGUMENT, "tf_host_register",
+                   "ptr is NULL");
+    assert_failure(tf_host_register(rt, pageable, 0), TF_ERROR_INVALID_ARGUMENT, "tf_host_register",
+                   "bytes is 0");
+    assert_failure(tf_host_register(rt, (void *)(UINTPTR_MAX - 8), 64), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_host_register", "wraps around");
     if (tfd()) /* the double answers as CUDA documents it */
         assert_failure(tf_host_register(rt, foreign, 64), TF_ERROR_INVALID_ARGUMENT,
                        "tf_host_register", "already page-locked");
-    assert_failure(tf_host_unregister(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_host_unregister", "ptr is NULL");
+    assert_failure(tf_host_unregister(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_host_unregister",
+                   "ptr is NULL");
     assert_failure(tf_host_unregister(rt, pageable), TF_ERROR_INVALID_ARGUMENT,
                    "tf_host_unregister", "was not registered with tf_host_register");
     assert_failure(tf_host_unregister(other, foreign), TF_ERROR_INVALID_ARGUMENT,
@@ -585,8 +591,7 @@ static void handles_are_checked(void **state) {
         assert_failure(tf_host_trim(bad[i]), want[i], "tf_host_trim", msg[i]);
         assert_failure(tf_download_async(bad[i], 0x10, buf, 16), want[i], "tf_download_async",
                        msg[i]);
-        assert_failure(tf_upload_async(bad[i], buf, 0x10, 16), want[i], "tf_upload_async",
-                       msg[i]);
+        assert_failure(tf_upload_async(bad[i], buf, 0x10, 16), want[i], "tf_upload_async", msg[i]);
     }
 }
 
@@ -661,8 +666,7 @@ static void forked_child_refuses_the_pool(void **state) {
                      tf_host_trim(rt) == TF_ERROR_RUNTIME_STATE &&
                      tf_host_stats(rt, &s) == TF_ERROR_RUNTIME_STATE &&
                      tf_host_register(rt, &s, sizeof s) == TF_ERROR_RUNTIME_STATE &&
-                     tf_runtime_release(rt) == TF_OK &&
-                     (!tfd() || tfd()->tfd_log_count() == 0)
+                     tf_runtime_release(rt) == TF_OK && (!tfd() || tfd()->tfd_log_count() == 0)
                  ? 'y'
                  : 'n';
         if (write(verdict[1], &ok, 1) != 1) _exit(2);

@@ -206,19 +206,19 @@ static void module_bad_arguments(void **state) {
                    "tf_module_release", "is not a live module");
     assert_ok(tf_module_release(NULL));
     assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
-    assert_failure(tf_module_function(m, NULL, &f), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_module_function", "NULL");
-    assert_failure(tf_module_function(m, "no_such_kernel", &f), TF_ERROR_CUDA,
-                   "tf_module_function", "CUDA_ERROR_NOT_FOUND", "no kernel 'no_such_kernel'",
-                   "extern \"C\"");
+    assert_failure(tf_module_function(m, NULL, &f), TF_ERROR_INVALID_ARGUMENT, "tf_module_function",
+                   "NULL");
+    assert_failure(tf_module_function(m, "no_such_kernel", &f), TF_ERROR_CUDA, "tf_module_function",
+                   "CUDA_ERROR_NOT_FOUND", "no kernel 'no_such_kernel'", "extern \"C\"");
     assert_null(f);
     assert_ok(tf_module_release(m));
     assert_ok(tf_runtime_release(rt));
 }
 
 static void module_load_reports_the_jit_log(void **state) {
-    static const char newer[] = ".version 8.0\n.target sm_100\n.address_size 64\n"
-                                ".visible .entry tfd_fill_u32(\n)\n{\n\tret;\n}\n";
+    static const char newer[] =
+        ".version 8.0\n.target sm_100\n.address_size 64\n"
+        ".visible .entry tfd_fill_u32(\n)\n{\n\tret;\n}\n";
     tf_runtime *rt = new_runtime();
     tf_module *m = NULL;
     void *other = raw_create_context();
@@ -274,9 +274,8 @@ static void launch_failures(void **state) {
                    "CUDA_ERROR_INVALID_VALUE");
     assert_ok(tf_function_set_attribute(m, fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         64 << 10));
-    assert_int_equal(tfd()->tfd_func_attribute(fill,
-                                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
-                     64 << 10);
+    assert_int_equal(
+        tfd()->tfd_func_attribute(fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), 64 << 10);
     d = dev_alloc(rt, 4);
     assert_ok(tf_kernel_launch(rt, fill, &c, args));
     INJECT("cuFuncSetAttribute", 1, CUDA_ERROR_INVALID_VALUE, 1);
@@ -299,8 +298,9 @@ static void launch_failures(void **state) {
 /* A kernel that faults: the launch succeeds, the next wait reports the
  * fault, the runtime refuses from then on, the module leaks quietly. */
 static void faulting_kernel_poisons_the_runtime(void **state) {
-    static const char bad[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                              ".visible .entry tfd_illegal_address(\n)\n{\n\tret;\n}\n";
+    static const char bad[] =
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry tfd_illegal_address(\n)\n{\n\tret;\n}\n";
     tf_runtime *rt = new_runtime();
     tf_module *m = NULL;
     void *f = NULL;
@@ -364,7 +364,8 @@ static void compiled_kernel_runs(void **state) {
 }
 
 static void compile_error_returns_the_log(void **state) {
-    static const char broken[] = "extern \"C\" __global__ void k() {}\n#error boom from the source\n";
+    static const char broken[] =
+        "extern \"C\" __global__ void k() {}\n#error boom from the source\n";
     tf_runtime *rt = new_runtime();
     tf_program *p = NULL;
     const char *log = NULL;
@@ -372,9 +373,8 @@ static void compile_error_returns_the_log(void **state) {
     size_t size = 0;
     (void)state;
     require_nvrtc(rt);
-    assert_failure(tf_program_compile(rt, broken, NULL, &p), TF_ERROR_COMPILE,
-                   "tf_program_compile", "NVRTC_ERROR_COMPILATION (6)", "tf_program_log",
-                   "boom from the source");
+    assert_failure(tf_program_compile(rt, broken, NULL, &p), TF_ERROR_COMPILE, "tf_program_compile",
+                   "NVRTC_ERROR_COMPILATION (6)", "tf_program_log", "boom from the source");
     assert_int_equal(tf_last_error_code_domain(), TF_CODE_NVRTC);
     assert_int_equal(tf_last_error_code(), 6);
     assert_non_null(p);
@@ -467,8 +467,8 @@ static void architecture_comes_from_the_device_or_the_options(void **state) {
     o.options = own_arch, o.option_count = 1; /* the caller's -arch wins */
     compile_and_expect_target(rt, &o, ".target sm_75");
     o.options = bad_arch;
-    assert_failure(tf_program_compile(rt, kSource, &o, &p), TF_ERROR_COMPILE,
-                   "tf_program_compile", "NVRTC_ERROR_INVALID_OPTION (5)", "invalid value");
+    assert_failure(tf_program_compile(rt, kSource, &o, &p), TF_ERROR_COMPILE, "tf_program_compile",
+                   "NVRTC_ERROR_INVALID_OPTION (5)", "invalid value");
     assert_non_null(p);
     tf_program_release(p);
     assert_ok(tf_runtime_release(rt));
@@ -502,8 +502,7 @@ static void compile_bad_arguments(void **state) {
     assert_failure(tf_program_compile(rt, kSource, &o, &p), TF_ERROR_INVALID_ARGUMENT,
                    "tf_program_compile", "struct_size 2 is too small");
     assert_null(p);
-    assert_failure(tf_program_log(NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_program_log",
-                   "NULL");
+    assert_failure(tf_program_log(NULL, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_program_log", "NULL");
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -522,7 +521,8 @@ static void nvrtc_failures(void **state) {
     tf_runtime *rt = new_runtime();
     (void)state;
     REQUIRE_DOUBLE();
-    check_nvrtc_failure(rt, "nvrtcCreateProgram", NVRTC_ERROR_OUT_OF_MEMORY, TF_ERROR_OUT_OF_MEMORY);
+    check_nvrtc_failure(rt, "nvrtcCreateProgram", NVRTC_ERROR_OUT_OF_MEMORY,
+                        TF_ERROR_OUT_OF_MEMORY);
     check_nvrtc_failure(rt, "nvrtcCreateProgram", NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
                         TF_ERROR_PROVIDER);
     check_nvrtc_failure(rt, "nvrtcCompileProgram", NVRTC_ERROR_INTERNAL_ERROR, TF_ERROR_PROVIDER);

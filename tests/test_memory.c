@@ -363,10 +363,10 @@ static void copy_within_the_device(void **state) {
     /* Within one allocation, apart: fine; overlapping: refused. */
     assert_ok(tf_copy(rt, a, a + 8, 8));
     assert_failure(tf_copy(rt, a, a + 4, 8), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "overlap");
-    assert_failure(tf_copy(rt, a + 1, b, n + 16), TF_ERROR_INVALID_ARGUMENT, "tf_copy",
-                   "src range", "crosses the end");
-    assert_failure(tf_copy(rt, a, b + 1, n + 16), TF_ERROR_INVALID_ARGUMENT, "tf_copy",
-                   "dst range", "crosses the end");
+    assert_failure(tf_copy(rt, a + 1, b, n + 16), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "src range",
+                   "crosses the end");
+    assert_failure(tf_copy(rt, a, b + 1, n + 16), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "dst range",
+                   "crosses the end");
     assert_failure(tf_copy(rt, (uint64_t)(uintptr_t)host, b, 8), TF_ERROR_INVALID_ARGUMENT,
                    "tf_copy", "src 0x", "is not device memory");
     if (tfd()) {
@@ -432,7 +432,7 @@ static void peer_copy_on_one_device(void **state) {
 
 struct two_devices {
     tf_runtime *rt0, *rt1;
-    uint64_t a, b;  /* on device 0 and 1 */
+    uint64_t a, b; /* on device 0 and 1 */
     void *ctx0, *ctx1;
 };
 

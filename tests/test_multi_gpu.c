@@ -35,12 +35,12 @@ static int have_two_devices(void) {
     return tf_device_count(&n) == TF_OK && n >= 2;
 }
 
-#define REQUIRE_TWO_DEVICES()                                           \
-    do {                                                                \
-        if (!have_two_devices()) {                                      \
-            print_message("    (needs two devices: skipped)\n");        \
-            skip();                                                     \
-        }                                                               \
+#define REQUIRE_TWO_DEVICES()                                    \
+    do {                                                         \
+        if (!have_two_devices()) {                               \
+            print_message("    (needs two devices: skipped)\n"); \
+            skip();                                              \
+        }                                                        \
     } while (0)
 
 struct pair {
@@ -635,8 +635,8 @@ static void memory_of_the_other_device_is_refused(void **state) {
                    "tf_peer_copy", "src range", "crosses the end");
     assert_failure(tf_copy(p.rt[0], a, b, 8), TF_ERROR_INVALID_ARGUMENT, "tf_copy", "dst 0x",
                    "is memory of device 1; this runtime is on device 0");
-    assert_failure(tf_upload(p.rt[1], host, a, 8), TF_ERROR_INVALID_ARGUMENT, "tf_upload",
-                   "dst 0x", "is memory of device 0; this runtime is on device 1");
+    assert_failure(tf_upload(p.rt[1], host, a, 8), TF_ERROR_INVALID_ARGUMENT, "tf_upload", "dst 0x",
+                   "is memory of device 0; this runtime is on device 1");
     assert_failure(tf_download(p.rt[0], b, back, 8), TF_ERROR_INVALID_ARGUMENT, "tf_download",
                    "src 0x", "is memory of device 1; this runtime is on device 0");
     assert_failure(tf_download_scalar(p.rt[1], a, &scalar, 4), TF_ERROR_INVALID_ARGUMENT,
@@ -689,21 +689,22 @@ static void peer_copy_checks_the_destination_from_its_context(void **state) {
     assert_ok(tf_download(p.rt[1], b, back, n));
     assert_pattern(back, n, 32); /* nothing was queued */
     /* The library's own allocation is known to be device 0's: no driver call. */
-    calls_before = tfd()->tfd_calls("cuMemGetAddressRange") + tfd()->tfd_calls("cuPointerGetAttribute");
+    calls_before =
+        tfd()->tfd_calls("cuMemGetAddressRange") + tfd()->tfd_calls("cuPointerGetAttribute");
     assert_failure(tf_download(p.rt[1], a, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
                    "src 0x", "is memory of device 0; this runtime is on device 1");
-    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange") +
-                         tfd()->tfd_calls("cuPointerGetAttribute"),
-                     calls_before);
+    assert_int_equal(
+        tfd()->tfd_calls("cuMemGetAddressRange") + tfd()->tfd_calls("cuPointerGetAttribute"),
+        calls_before);
     /* Foreign memory: the driver, from device 1's context, does not know
      * it; the ordinal tells why, and a failed ordinal query says only that. */
     foreign = dev_alloc(p.rt[0], n);
     INJECT("cuPointerGetAttribute", 1, CUDA_ERROR_UNKNOWN, 1);
-    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_download", "src 0x", "is not device memory",
+    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "src 0x", "is not device memory",
                    "cuMemGetAddressRange answered CUDA_ERROR_NOT_FOUND (500)");
-    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_download", "src 0x", "is memory of device 0; this runtime is on device 1");
+    assert_failure(tf_download(p.rt[1], foreign, back, n), TF_ERROR_INVALID_ARGUMENT, "tf_download",
+                   "src 0x", "is memory of device 0; this runtime is on device 1");
     dev_free(p.rt[0], foreign);
     assert_ok(tf_peer_copy(p.rt[0], a, p.rt[1], b, n));
     assert_ok(tf_runtime_sync(p.rt[0]));
@@ -768,7 +769,7 @@ enum { THREADS = 4, ROUNDS = 40 };
 
 struct worker {
     struct pair *p;
-    void *own;      /* the context this thread keeps current */
+    void *own; /* the context this thread keeps current */
     int index;
     int failures;
     char why[160];
@@ -870,8 +871,8 @@ static void fault_of_the_destination_leaves_the_source_usable(void **state) {
     assert_ok(tf_runtime_stream(p.rt[1], &stream));
     tfd()->tfd_poison_context(p.ctx[1], CUDA_ERROR_ILLEGAL_ADDRESS);
     assert_failure(tf_runtime_sync(p.rt[1]), TF_ERROR_DEVICE_FAULT, "tf_runtime_sync", "(700)");
-    assert_failure(tf_peer_copy(p.rt[0], a, p.rt[1], b, 256), TF_ERROR_DEVICE_FAULT,
-                   "tf_peer_copy", "unusable");
+    assert_failure(tf_peer_copy(p.rt[0], a, p.rt[1], b, 256), TF_ERROR_DEVICE_FAULT, "tf_peer_copy",
+                   "unusable");
     assert_ok(tf_with_context(p.rt[0], noop, NULL));
     assert_ok(tf_runtime_sync(p.rt[0]));
     assert_ok(tf_free(p.rt[0], a));

@@ -34,8 +34,8 @@ typedef struct {
 } nccl_id;
 typedef void *nccl_comm;
 typedef int nccl_result; /* ncclResult_t: 0 is ncclSuccess */
-#define NCCL_FLOAT32 7     /* ncclFloat32 */
-#define NCCL_SUM 0         /* ncclSum */
+#define NCCL_FLOAT32 7   /* ncclFloat32 */
+#define NCCL_SUM 0       /* ncclSum */
 
 #if defined(__has_include)
 #if __has_include(<nccl.h>)
@@ -67,14 +67,16 @@ static const struct nccl *load_nccl(char *why, size_t cap) {
     if (!path || !*path) path = "libnccl.so.2";
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(why, cap, "cannot load %s (%s); put its folder on LD_LIBRARY_PATH or set "
-                 "TF_TEST_NCCL to its path", path, dlerror());
+        snprintf(why, cap,
+                 "cannot load %s (%s); put its folder on LD_LIBRARY_PATH or set "
+                 "TF_TEST_NCCL to its path",
+                 path, dlerror());
         return NULL;
     }
-#define NCCL_SYM(field, name)                                                  \
-    if (!(*(void **)&n.field = dlsym(h, name))) {                              \
-        snprintf(why, cap, "%s lacks %s", path, name);                         \
-        return NULL;                                                           \
+#define NCCL_SYM(field, name)                          \
+    if (!(*(void **)&n.field = dlsym(h, name))) {      \
+        snprintf(why, cap, "%s lacks %s", path, name); \
+        return NULL;                                   \
     }
     NCCL_SYM(get_version, "ncclGetVersion")
     NCCL_SYM(get_unique_id, "ncclGetUniqueId")
@@ -260,7 +262,8 @@ static int child_both(void) {
     SCENARIO_CHECK(tf_with_context(r[0].rt, group_end, (void *)n) == TF_OK);
     SCENARIO_CHECK(raw_current_context() == mine);
     SCENARIO_CHECK(nccl_said(n, "ncclGroupStart", n->group_start()) == 0);
-    for (i = 0; i < RANKS; ++i) SCENARIO_CHECK(tf_stream_enqueue(r[i].rt, all_reduce, &r[i]) == TF_OK);
+    for (i = 0; i < RANKS; ++i)
+        SCENARIO_CHECK(tf_stream_enqueue(r[i].rt, all_reduce, &r[i]) == TF_OK);
     SCENARIO_CHECK(tf_with_context(r[0].rt, group_end, (void *)n) == TF_OK);
     SCENARIO_CHECK(raw_current_context() == mine);
     for (i = 0; i < RANKS; ++i)

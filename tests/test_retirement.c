@@ -202,7 +202,7 @@ static void check_event_fallback(const char *entry) {
     assert_int_equal(s.leaked, 0);
     assert_null(raw_current_context());
     assert_int_equal(tf_last_error_status(), TF_OK); /* swallowed: the call succeeded */
-    if (strcmp(entry, "cuEventRecord") == 0) /* a failed record is not reused */
+    if (strcmp(entry, "cuEventRecord") == 0)         /* a failed record is not reused */
         assert_int_equal(tfd()->tfd_live(TFD_EVENTS), events - 1);
     assert_ok(tf_runtime_release(rt));
 }
@@ -330,10 +330,9 @@ static void bad_arguments(void **state) {
                    "tf_workspace_retire", "release is NULL");
     assert_failure(tf_workspace_retire(NULL, NULL, release, NULL), TF_ERROR_INVALID_ARGUMENT,
                    "tf_workspace_retire", "NULL");
-    assert_failure(tf_workspace_poll(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_poll",
-                   "NULL");
-    assert_failure(tf_workspace_stats(rt, NULL), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_workspace_stats", "out is NULL");
+    assert_failure(tf_workspace_poll(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_poll", "NULL");
+    assert_failure(tf_workspace_stats(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_stats",
+                   "out is NULL");
     memset(&s, 0, sizeof s);
     assert_failure(tf_workspace_stats(rt, &s), TF_ERROR_INVALID_ARGUMENT, "tf_workspace_stats",
                    "struct_size 0 is too small");
@@ -556,9 +555,7 @@ static void snapshots_in_releases_add_up(void **state) {
 /* A release that drops the last reference to the runtime whose
  * tf_runtime_sync runs it: the runtime stays alive until the sync is over
  * (the other releases it found still run, their streams intact), then goes. */
-static struct {
-    tf_runtime *last;
-} g_drop;
+static struct { tf_runtime *last; } g_drop;
 
 static void drop_last_reference(void *resource, void *user_data) {
     tf_runtime_release(g_drop.last);

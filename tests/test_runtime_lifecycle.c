@@ -124,8 +124,8 @@ static void ordinal_errors_list_the_devices(void **state) {
     assert_failure(tf_runtime_new(n + 6, &rt), TF_ERROR_DEVICE_UNAVAILABLE, "tf_runtime_new",
                    missing, found, "GPU-");
     assert_string_equal(tf_last_error_call(), "cuDeviceGet");
-    assert_failure(tf_runtime_new(0x7fffffff, &rt), TF_ERROR_DEVICE_UNAVAILABLE,
-                   "tf_runtime_new", "not available");
+    assert_failure(tf_runtime_new(0x7fffffff, &rt), TF_ERROR_DEVICE_UNAVAILABLE, "tf_runtime_new",
+                   "not available");
     assert_null(rt);
     assert_failure(tf_runtime_new(0, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new",
                    "out is NULL");
@@ -164,8 +164,7 @@ static void creation_failures_release_the_primary_context(void **state) {
         tf_runtime *rt = NULL;
         tfd()->tfd_clear_faults();
         INJECT(steps[i].entry, 1, steps[i].code, 1);
-        assert_failure(tf_runtime_new(0, &rt), steps[i].expected, "tf_runtime_new",
-                       steps[i].entry);
+        assert_failure(tf_runtime_new(0, &rt), steps[i].expected, "tf_runtime_new", steps[i].entry);
         assert_string_equal(tf_last_error_call(), steps[i].entry);
         assert_int_equal(tf_last_error_code(), steps[i].code);
         assert_null(rt);

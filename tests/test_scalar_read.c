@@ -118,8 +118,7 @@ static void busy_stream_reads_with_the_kernel(void **state) {
         tfd()->tfd_set_execution(TFD_EXEC_SYNC);
         tfd()->tfd_log_clear();
         read_and_check(&f, 40 - n, n);
-        assert_string_equal(calls(),
-                            "cuCtxGetCurrent,cuStreamQuery,cuLaunchKernel");
+        assert_string_equal(calls(), "cuCtxGetCurrent,cuStreamQuery,cuLaunchKernel");
     }
     assert_int_equal(live(TFD_MODULES), 1);
     close_fixture(&f);
@@ -177,8 +176,9 @@ static void idle_streak_skips_the_query_until_work_shows_up(void **state) {
     tfd()->tfd_log_clear();
     assert_ok(tf_download_scalar(f.rt, f.scratch + 8, &word, 4));
     assert_int_equal(word, 0x5A5A5A5Au);
-    assert_string_equal(calls(), "cuCtxGetCurrent,cuMemcpyDtoHAsync,cuStreamWriteValue32,"
-                                 "cuStreamSynchronize");
+    assert_string_equal(calls(),
+                        "cuCtxGetCurrent,cuMemcpyDtoHAsync,cuStreamWriteValue32,"
+                        "cuStreamSynchronize");
     tfd()->tfd_set_execution(TFD_EXEC_SYNC);
     tfd()->tfd_log_clear();
     read_and_check(&f, 10, 4);
@@ -365,8 +365,9 @@ static int child_without_write_value(void) {
     read_and_check(&f, 0, 4);
     tfd()->tfd_log_clear();
     read_and_check(&f, 1, 4);
-    if (strcmp(calls(), "cuCtxGetCurrent,cuStreamQuery,cuMemcpyDtoHAsync,"
-                        "cuStreamSynchronize") != 0)
+    if (strcmp(calls(),
+               "cuCtxGetCurrent,cuStreamQuery,cuMemcpyDtoHAsync,"
+               "cuStreamSynchronize") != 0)
         return 10;
     warnings = log_capture_stop();
     if (!strstr(warnings, "no cuStreamWriteValue32")) return 11;

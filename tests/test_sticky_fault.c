@@ -91,8 +91,7 @@ static int fault_then_refuse_then_leak_quietly(void) {
 }
 
 static const struct child_scenario scenarios[] = {
-    {"fault_then_refuse_then_leak_quietly", fault_then_refuse_then_leak_quietly},
-    {NULL, NULL}};
+    {"fault_then_refuse_then_leak_quietly", fault_then_refuse_then_leak_quietly}, {NULL, NULL}};
 
 static void illegal_address_is_sticky_and_quiet(void **state) {
     int rc;

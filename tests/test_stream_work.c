@@ -103,13 +103,15 @@ static void slot_wait_uses_one_event_per_slot(void **state) {
     assert_int_equal(tfd()->tfd_log_count(), 0);
     assert_ok(tf_slot_wait(s0, 1));
     tfd()->tfd_log_format(log, sizeof log, 0);
-    assert_string_equal(log, "cuCtxGetCurrent,cuCtxSetCurrent,cuStreamCreate,cuEventCreate,"
-                             "cuEventRecord,cuStreamWaitEvent,cuCtxSetCurrent");
+    assert_string_equal(log,
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuStreamCreate,cuEventCreate,"
+                        "cuEventRecord,cuStreamWaitEvent,cuCtxSetCurrent");
     tfd()->tfd_log_clear();
     assert_ok(tf_slot_wait(s0, 1));
     tfd()->tfd_log_format(log, sizeof log, 0);
-    assert_string_equal(log, "cuCtxGetCurrent,cuCtxSetCurrent,cuEventRecord,cuStreamWaitEvent,"
-                             "cuCtxSetCurrent");
+    assert_string_equal(log,
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuEventRecord,cuStreamWaitEvent,"
+                        "cuCtxSetCurrent");
     assert_int_equal(tfd()->tfd_live(TFD_EVENTS), events + 1);
     assert_null(raw_current_context());
     assert_failure(tf_slot_wait(s0, 3), TF_ERROR_INVALID_ARGUMENT, "tf_slot_wait",
@@ -212,10 +214,10 @@ static void event_bad_arguments(void **state) {
     assert_failure(tf_event_new(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_new", "NULL");
     assert_failure(tf_event_record(rt, NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_record",
                    "event is NULL");
-    assert_failure(tf_event_wait(rt, (tf_event *)junk), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_event_wait", "is not a live event");
-    assert_failure(tf_event_synchronize(NULL), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_event_synchronize", "event is NULL");
+    assert_failure(tf_event_wait(rt, (tf_event *)junk), TF_ERROR_INVALID_ARGUMENT, "tf_event_wait",
+                   "is not a live event");
+    assert_failure(tf_event_synchronize(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_synchronize",
+                   "event is NULL");
     assert_failure(tf_event_query((tf_event *)junk, &done), TF_ERROR_INVALID_ARGUMENT,
                    "tf_event_query", "is not a live event");
     assert_failure(tf_event_retain(NULL), TF_ERROR_INVALID_ARGUMENT, "tf_event_retain", "NULL");

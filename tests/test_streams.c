@@ -193,14 +193,10 @@ static void sticky_fault_poisons_the_runtime(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TF_TEST(stream_is_created_once_and_kept),
-        TF_TEST(each_slot_has_its_own_stream),
-        TF_TEST(failed_creation_is_retried),
-        TF_TEST(threads_spread_over_slots),
-        TF_TEST(sync_without_stream_is_free),
-        TF_TEST(sync_waits_for_the_callers_slot_only),
-        TF_TEST(sync_failure_is_reported),
-        TF_TEST(sticky_fault_poisons_the_runtime),
+        TF_TEST(stream_is_created_once_and_kept), TF_TEST(each_slot_has_its_own_stream),
+        TF_TEST(failed_creation_is_retried),      TF_TEST(threads_spread_over_slots),
+        TF_TEST(sync_without_stream_is_free),     TF_TEST(sync_waits_for_the_callers_slot_only),
+        TF_TEST(sync_failure_is_reported),        TF_TEST(sticky_fault_poisons_the_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

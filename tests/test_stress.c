@@ -36,8 +36,8 @@ static void note_failure(struct world *w, const char *what) {
                  tf_last_error_message());
 }
 
-#define EXPECT(w, cond, what)              \
-    do {                                   \
+#define EXPECT(w, cond, what)                   \
+    do {                                        \
         if (!(cond)) note_failure((w), (what)); \
     } while (0)
 
@@ -61,8 +61,12 @@ static void shared_op(struct world *w, unsigned op, unsigned r) {
             break;
         case 4:
             EXPECT(w, tf_runtime_slot_count(rt, &n) == TF_OK, "slot_count");
-            EXPECT(w, tf_runtime_bind_slot(rt, (int32_t)(r % (unsigned)n), &bound) == TF_OK, "bind");
-            EXPECT(w, tf_runtime_current_slot(bound, &slot) == TF_OK && slot == (int32_t)(r % (unsigned)n), "bound slot");
+            EXPECT(w, tf_runtime_bind_slot(rt, (int32_t)(r % (unsigned)n), &bound) == TF_OK,
+                   "bind");
+            EXPECT(w,
+                   tf_runtime_current_slot(bound, &slot) == TF_OK &&
+                       slot == (int32_t)(r % (unsigned)n),
+                   "bound slot");
             EXPECT(w, tf_runtime_stream(bound, &stream) == TF_OK, "bound stream");
             EXPECT(w, tf_runtime_release(bound) == TF_OK, "release bound");
             break;
@@ -75,7 +79,8 @@ static void shared_op(struct world *w, unsigned op, unsigned r) {
             break;
         }
         case 6:
-            EXPECT(w, tf_runtime_slot_stream(rt, (int32_t)(r % 2), &stream) == TF_OK, "slot stream");
+            EXPECT(w, tf_runtime_slot_stream(rt, (int32_t)(r % 2), &stream) == TF_OK,
+                   "slot stream");
             break;
     }
     EXPECT(w, raw_current_context() == NULL, "caller context changed");
@@ -109,7 +114,8 @@ static void thirty_two_threads_mixed(void **state) {
     for (i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
     print_message("    %ld operations from %d threads in %.0f s\n", atomic_load(&w.ops), THREADS,
                   w.seconds);
-    if (atomic_load(&w.failures)) fail_msg("%d failures; first: %s", atomic_load(&w.failures), w.first_failure);
+    if (atomic_load(&w.failures))
+        fail_msg("%d failures; first: %s", atomic_load(&w.failures), w.first_failure);
     for (i = 0; i < SHARED; ++i) assert_ok(tf_runtime_release(w.shared[i]));
     if (tfd()) {
         assert_int_equal(tfd()->tfd_primary_refcount(0), 0);

@@ -38,7 +38,8 @@ static void older_caller_gets_nothing_past_its_struct(void **state) {
         inits[i].init(buf, small);
         assert_int_equal(struct_size_of(buf), small);
         for (j = small; j < sizeof buf; ++j)
-            if (buf[j] != 0xAB) fail_msg("%s wrote byte %zu of an %zu-byte struct", inits[i].name, j, small);
+            if (buf[j] != 0xAB)
+                fail_msg("%s wrote byte %zu of an %zu-byte struct", inits[i].name, j, small);
     }
 }
 

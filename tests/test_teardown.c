@@ -173,7 +173,8 @@ static void restore_failure_after_release_is_logged(void **state) {
     log_capture_start();
     assert_ok(tf_runtime_release(rt));
     warnings = log_capture_stop();
-    assert_non_null(strstr(warnings, "tf_runtime_release: failed to restore the caller's CUDA context"));
+    assert_non_null(
+        strstr(warnings, "tf_runtime_release: failed to restore the caller's CUDA context"));
     raw_set_current_context(NULL);
     raw_destroy_context(other);
 }

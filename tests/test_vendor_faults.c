@@ -30,8 +30,7 @@ static void cublas_status_without_names(void **state) {
     INJECT("cublasGetStatusName", 1, 1, 0);
     INJECT("cublasGetStatusString", 1, 1, 0);
     assert_failure(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, return_status, &status),
-                   TF_ERROR_PROVIDER, "tf_cublas_enqueue", "cuBLAS status (13)",
-                   "no description");
+                   TF_ERROR_PROVIDER, "tf_cublas_enqueue", "cuBLAS status (13)", "no description");
     assert_int_equal(tf_last_error_code_domain(), TF_CODE_CUBLAS);
     assert_int_equal(tf_last_error_code(), 13);
     assert_null(raw_current_context());
@@ -136,12 +135,9 @@ static void function_lookup_failure(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TF_TEST(cublas_status_without_names),
-        TF_TEST(cublas_version_query_failure),
-        TF_TEST(nvrtc_result_without_names),
-        TF_TEST(cubin_output_failures),
-        TF_TEST(program_destroy_failure_is_logged),
-        TF_TEST(function_lookup_failure),
+        TF_TEST(cublas_status_without_names),       TF_TEST(cublas_version_query_failure),
+        TF_TEST(nvrtc_result_without_names),        TF_TEST(cubin_output_failures),
+        TF_TEST(program_destroy_failure_is_logged), TF_TEST(function_lookup_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,12 +34,13 @@ static int cublas_missing_with(const char *fragment) {
     SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
     SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_CUBLAS, &yes) == TF_OK && yes == 0);
     SCENARIO_CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) ==
-          TF_ERROR_LIBRARY_NOT_FOUND);
+                   TF_ERROR_LIBRARY_NOT_FOUND);
     SCENARIO_CHECK(strcmp(tf_last_error_operation(), "tf_cublas_enqueue") == 0);
     SCENARIO_CHECK(strstr(tf_last_error_message(), fragment) != NULL);
     SCENARIO_CHECK(called == 0);
     SCENARIO_CHECK(raw_current_context() == NULL);
-    SCENARIO_CHECK(tf_cublas_symbol("cublasSgemm_v2", &f) == TF_ERROR_LIBRARY_NOT_FOUND && f == NULL);
+    SCENARIO_CHECK(tf_cublas_symbol("cublasSgemm_v2", &f) == TF_ERROR_LIBRARY_NOT_FOUND &&
+                   f == NULL);
     SCENARIO_CHECK(tf_cublas_version(&version) == TF_ERROR_LIBRARY_NOT_FOUND && version == 0);
     /* The rest of the runtime works. */
     SCENARIO_CHECK(tf_runtime_sync(rt) == TF_OK);
@@ -81,7 +82,7 @@ static int nvrtc_missing_with(const char *fragment) {
     SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
     SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_RUNTIME_COMPILATION, &yes) == TF_OK && yes == 0);
     SCENARIO_CHECK(tf_program_compile(rt, "extern \"C\" __global__ void k() {}", NULL, &p) ==
-          TF_ERROR_LIBRARY_NOT_FOUND);
+                   TF_ERROR_LIBRARY_NOT_FOUND);
     SCENARIO_CHECK(p == NULL);
     SCENARIO_CHECK(strcmp(tf_last_error_operation(), "tf_program_compile") == 0);
     SCENARIO_CHECK(strstr(tf_last_error_message(), fragment) != NULL);

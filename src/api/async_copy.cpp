@@ -21,7 +21,8 @@ TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, void *dst, size
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
         tf::HostPool::Use use;
-        if (st == TF_OK) st = state.host_pool().begin_use("dst", dst, len, frame.slot(), frame.stream(), &use);
+        if (st == TF_OK)
+            st = state.host_pool().begin_use("dst", dst, len, frame.slot(), frame.stream(), &use);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), cuMemcpyDtoHAsync, dst, src, len, frame.stream());
     });
@@ -36,7 +37,8 @@ TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, uint64_t dst, 
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::check_device_range(state, "dst", dst, len);
         tf::HostPool::Use use;
-        if (st == TF_OK) st = state.host_pool().begin_use("src", src, len, frame.slot(), frame.stream(), &use);
+        if (st == TF_OK)
+            st = state.host_pool().begin_use("src", src, len, frame.slot(), frame.stream(), &use);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), cuMemcpyHtoDAsync, dst, src, len, frame.stream());
     });

@@ -27,8 +27,8 @@ TF_API tf_status tf_last_error(tf_error_info *out) {
     const size_t min_size = offsetof(tf_error_info, status) + sizeof(tf_status);
     tf_status st = tf::check_struct_size("out", out->struct_size, min_size, "tf_error_info_init");
     if (st != TF_OK) return st;
-    const size_t n = out->struct_size < sizeof(tf_error_info) ? out->struct_size
-                                                              : sizeof(tf_error_info);
+    const size_t n =
+        out->struct_size < sizeof(tf_error_info) ? out->struct_size : sizeof(tf_error_info);
     const uint32_t caller_size = out->struct_size;
     std::memcpy(out, &tf::current_error(), n);
     out->struct_size = caller_size;

@@ -31,9 +31,8 @@ TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void **out_ptr) {
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!out_ptr) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_ptr is NULL");
         if (bytes == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes is 0");
-        return with_pool(state, [&](tf::HostPool &pool) {
-            return pool.allocate(state.api(), bytes, out_ptr);
-        });
+        return with_pool(
+            state, [&](tf::HostPool &pool) { return pool.allocate(state.api(), bytes, out_ptr); });
     });
 }
 
@@ -41,8 +40,7 @@ TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr) {
     static const char op[] = "tf_host_free";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!ptr) return TF_OK;
-        return with_pool(state,
-                         [&](tf::HostPool &pool) { return pool.free(state.api(), ptr); });
+        return with_pool(state, [&](tf::HostPool &pool) { return pool.free(state.api(), ptr); });
     });
 }
 
@@ -72,17 +70,15 @@ TF_API tf_status tf_host_unregister(tf_runtime *rt, void *ptr) {
     static const char op[] = "tf_host_unregister";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!ptr) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr is NULL");
-        return with_pool(state, [&](tf::HostPool &pool) {
-            return pool.unregister_range(state.api(), ptr);
-        });
+        return with_pool(
+            state, [&](tf::HostPool &pool) { return pool.unregister_range(state.api(), ptr); });
     });
 }
 
 TF_API tf_status tf_host_trim(tf_runtime *rt) {
     static const char op[] = "tf_host_trim";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        return with_pool(state,
-                         [&](tf::HostPool &pool) { return pool.trim(state.api()); });
+        return with_pool(state, [&](tf::HostPool &pool) { return pool.trim(state.api()); });
     });
 }
 

@@ -13,7 +13,8 @@
 
 namespace {
 
-constexpr size_t kConfigMinSize = offsetof(tf_launch_config, shared_memory_bytes) + sizeof(uint32_t);
+constexpr size_t kConfigMinSize =
+    offsetof(tf_launch_config, shared_memory_bytes) + sizeof(uint32_t);
 
 template <class Body>
 tf_status module_call(const char *op, tf_module *m, Body &&body) {

@@ -109,26 +109,26 @@ extern "C" {
 TF_API tf_status tf_peer_copy_available(tf_runtime *src_rt, tf_runtime *dst_rt,
                                         int32_t *out_available) {
     static const char op[] = "tf_peer_copy_available";
-    return peer_call(op, src_rt, dst_rt,
-                     [&](tf::RuntimeState &src, tf::RuntimeState &dst,
-                         tf::RuntimeState **) -> tf_status {
-        if (!out_available) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_available is NULL");
-        bool direct = false;
-        tf_status st = direct_access(src, dst, &direct);
-        if (st == TF_OK) *out_available = direct ? 1 : 0;
-        return st;
-                     });
+    return peer_call(
+        op, src_rt, dst_rt,
+        [&](tf::RuntimeState &src, tf::RuntimeState &dst, tf::RuntimeState **) -> tf_status {
+            if (!out_available) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_available is NULL");
+            bool direct = false;
+            tf_status st = direct_access(src, dst, &direct);
+            if (st == TF_OK) *out_available = direct ? 1 : 0;
+            return st;
+        });
 }
 
 TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src, tf_runtime *dst_rt, uint64_t dst,
                               size_t len) {
     static const char op[] = "tf_peer_copy";
-    return peer_call(op, src_rt, dst_rt,
-                     [&](tf::RuntimeState &from, tf::RuntimeState &to,
-                         tf::RuntimeState **faulted) -> tf_status {
-                         if (len == 0) return TF_OK;
-                         return copy_between(src_rt, from, to, src, dst, len, faulted);
-                     });
+    return peer_call(
+        op, src_rt, dst_rt,
+        [&](tf::RuntimeState &from, tf::RuntimeState &to, tf::RuntimeState **faulted) -> tf_status {
+            if (len == 0) return TF_OK;
+            return copy_between(src_rt, from, to, src, dst, len, faulted);
+        });
 }
 
 }  // extern "C"

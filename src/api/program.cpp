@@ -71,9 +71,10 @@ struct ProgramGuard {
     ~ProgramGuard() {
         nvrtcResult r = api.destroy(&prog);
         if (r != NVRTC_SUCCESS)
-            tf::log(TF_LOG_WARNING, "tf_program_compile: nvrtcDestroyProgram failed: %s (%d); "
-                    "the NVRTC program is leaked", tf::nvrtc_result_name(api, r),
-                    static_cast<int>(r));
+            tf::log(TF_LOG_WARNING,
+                    "tf_program_compile: nvrtcDestroyProgram failed: %s (%d); "
+                    "the NVRTC program is leaked",
+                    tf::nvrtc_result_name(api, r), static_cast<int>(r));
     }
 };
 
@@ -109,8 +110,8 @@ tf_status read_output(const tf::NvrtcApi &api, nvrtcProgram prog, const O &o,
 tf_status compile(const tf::NvrtcApi &api, const char *source, const tf_compile_options &o,
                   int device_arch, std::unique_ptr<tf_program> *out) {
     nvrtcProgram prog = nullptr;
-    nvrtcResult r = api.create(&prog, source, o.name ? o.name : "tenferro_program.cu", 0,
-                               nullptr, nullptr);
+    nvrtcResult r =
+        api.create(&prog, source, o.name ? o.name : "tenferro_program.cu", 0, nullptr, nullptr);
     if (r != NVRTC_SUCCESS)
         return tf::fail_nvrtc(
             api, r == NVRTC_ERROR_OUT_OF_MEMORY ? TF_ERROR_OUT_OF_MEMORY : TF_ERROR_PROVIDER,

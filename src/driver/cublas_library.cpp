@@ -42,15 +42,14 @@ const CublasApi *load_cublas() { return require_vendor(loaded(), "cuBLAS"); }
 bool cublas_loadable() { return vendor_loadable(loaded()); }
 
 const char *cublas_status_name(const CublasApi &api, int32_t status) {
-    const char *name = api.status_name ? api.status_name(static_cast<cublasStatus_t>(status))
-                                       : nullptr;
+    const char *name =
+        api.status_name ? api.status_name(static_cast<cublasStatus_t>(status)) : nullptr;
     return name ? name : "cuBLAS status";
 }
 
 tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
-    const char *text = api.status_string
-                           ? api.status_string(static_cast<cublasStatus_t>(status))
-                           : nullptr;
+    const char *text =
+        api.status_string ? api.status_string(static_cast<cublasStatus_t>(status)) : nullptr;
     return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status, "cuBLAS %s failed: %s (%d): %s",
                 call, cublas_status_name(api, status), static_cast<int>(status),
                 text ? text : "no description");

@@ -24,8 +24,7 @@ tf_status status_for_cuda(CUresult r) {
         case CUDA_ERROR_MISALIGNED_ADDRESS:
         case CUDA_ERROR_INVALID_ADDRESS_SPACE:
         case CUDA_ERROR_INVALID_PC:
-        case CUDA_ERROR_LAUNCH_FAILED:
-            return TF_ERROR_DEVICE_FAULT;
+        case CUDA_ERROR_LAUNCH_FAILED: return TF_ERROR_DEVICE_FAULT;
         default: return TF_ERROR_CUDA;
     }
 }

@@ -20,9 +20,9 @@ tf_status attribute(const DriverApi &api, CUdevice device, CUdevice_attribute at
 std::string uuid_text(const uint8_t (&u)[16]) {
     char buf[48];
     std::snprintf(buf, sizeof buf,
-                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                  u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-                  u[12], u[13], u[14], u[15]);
+                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                  u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                  u[14], u[15]);
     return buf;
 }
 

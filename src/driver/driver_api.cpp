@@ -81,7 +81,8 @@ LoadResult open_driver_api() {
                       "found before the toolkit's stubs folder");
     // cuGetProcAddress_v2 already implies CUDA 12.0; a driver that cannot
     // tell its version is used as such (driver_version stays 0).
-    if (g_api.cuDriverGetVersion && g_api.cuDriverGetVersion(&g_api.driver_version) == CUDA_SUCCESS &&
+    if (g_api.cuDriverGetVersion &&
+        g_api.cuDriverGetVersion(&g_api.driver_version) == CUDA_SUCCESS &&
         g_api.driver_version < 12000) {
         char version[32];
         std::snprintf(version, sizeof version, "%d", g_api.driver_version);

@@ -48,8 +48,8 @@ VendorLibrary open_vendor_library(const VendorLibrarySpec &spec) {
     if (rejected) {
         VendorLibrary lib = refused(TF_ERROR_LIBRARY_NOT_FOUND, "secure_getenv");
         std::snprintf(lib.detail, sizeof lib.detail,
-                      "%s must be an absolute path; it was ignored and %s was not loaded",
-                      spec.env, spec.what);
+                      "%s must be an absolute path; it was ignored and %s was not loaded", spec.env,
+                      spec.what);
         return lib;
     }
     if (path) return open_override(spec, path);

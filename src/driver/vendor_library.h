@@ -13,9 +13,9 @@
 namespace tf {
 
 struct VendorLibrarySpec {
-    const char *what;              // "cuBLAS", for messages
-    const char *env;               // "TENFERRO_GPU_CUBLAS"
-    const char *const *sonames;    // newest first, NULL-terminated
+    const char *what;            // "cuBLAS", for messages
+    const char *env;             // "TENFERRO_GPU_CUBLAS"
+    const char *const *sonames;  // newest first, NULL-terminated
 };
 
 // Outcome of one load attempt; trivially destructible so it can live in a

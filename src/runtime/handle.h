@@ -44,10 +44,10 @@ struct Handle {
 //   released               TF_ERROR_INVALID_HANDLE "<what> %p was already released"
 //   never a handle of it   `foreign` "%p is not <article> <what>"
 struct HandleKind {
-    uint64_t live;       // the tag of a live handle of this kind
-    const char *what;    // "runtime handle", "event"
-    tf_status foreign;   // TF_ERROR_INVALID_HANDLE (runtimes) or _INVALID_ARGUMENT
-    const char *article; // "a" or "a live"
+    uint64_t live;        // the tag of a live handle of this kind
+    const char *what;     // "runtime handle", "event"
+    tf_status foreign;    // TF_ERROR_INVALID_HANDLE (runtimes) or _INVALID_ARGUMENT
+    const char *article;  // "a" or "a live"
 };
 
 // TF_OK for a live handle of `kind`; else records why not (see HandleKind).

@@ -63,8 +63,7 @@ public:
     Resolution(const Resolution &) = delete;
     Resolution &operator=(const Resolution &) = delete;
     ~Resolution() {
-        const size_t never_started =
-            found_.done.size() - done + found_.last.size() - last;
+        const size_t never_started = found_.done.size() - done + found_.last.size() - last;
         const size_t unresolved = found_.failed.size() - failed;
         if (never_started + unresolved != 0) count_dropped(never_started, unresolved);
     }
@@ -271,14 +270,14 @@ void RetirementQueue::release_all(const DriverApi &api) {
         CUresult r = api.cuEventDestroy ? api.cuEventDestroy(e) : CUDA_ERROR_NOT_FOUND;
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
             char what[96];
-            log(TF_LOG_WARNING, "tf_runtime_release: cuEventDestroy of a retirement event failed: %s",
+            log(TF_LOG_WARNING,
+                "tf_runtime_release: cuEventDestroy of a retirement event failed: %s",
                 describe_cuda(api, r, what, sizeof what));
         }
     }
 }
 
-bool RetirementQueue::stats(uint32_t capacity, bool forked_child,
-                            tf_retirement_stats *out) const {
+bool RetirementQueue::stats(uint32_t capacity, bool forked_child, tf_retirement_stats *out) const {
     std::unique_lock<std::mutex> hold(mutex_, std::defer_lock);
     if (!forked_child)
         hold.lock();

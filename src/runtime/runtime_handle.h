@@ -22,7 +22,8 @@ constexpr HandleKind kRuntimeKind{kLiveRuntime, "runtime handle", TF_ERROR_INVAL
 
 struct tf_runtime : tf::Handle {
     tf_runtime(std::shared_ptr<tf::RuntimeState> s, int32_t slot)
-        : Handle(tf::kLiveRuntime, &tf::free_shell<tf_runtime>), bound_slot(slot),
+        : Handle(tf::kLiveRuntime, &tf::free_shell<tf_runtime>),
+          bound_slot(slot),
           state(std::move(s)) {}
 
     const int32_t bound_slot;  // -1: the calling thread's slot

@@ -73,7 +73,8 @@ bool RuntimeState::synchronize_all_streams() {
     for (int i = 0; i < slot_count(); ++i) {
         CUstream s = existing_stream(i);
         if (!s) continue;
-        CUresult r = api_->cuStreamSynchronize ? api_->cuStreamSynchronize(s) : CUDA_ERROR_NOT_FOUND;
+        CUresult r =
+            api_->cuStreamSynchronize ? api_->cuStreamSynchronize(s) : CUDA_ERROR_NOT_FOUND;
         if (r == CUDA_SUCCESS) continue;
         retired = false;
         if (quiet_failure(r) || faulted()) continue;

@@ -14,8 +14,9 @@
 namespace tf {
 
 struct SlotResources {
-    SlotCublas cublas;     // tf_cublas_enqueue (runtime/slot_cublas.h)
-    SlotOrderEvent order;  // tf_slot_wait; atomic, used without the slot lock (runtime/slot_order.h)
+    SlotCublas cublas;  // tf_cublas_enqueue (runtime/slot_cublas.h)
+    SlotOrderEvent
+        order;  // tf_slot_wait; atomic, used without the slot lock (runtime/slot_order.h)
     TransferSlot transfer;  // scalar and bulk download staging
 };
 

@@ -120,7 +120,8 @@ bool find_allocation(uint64_t ptr, KnownAllocation *out) {
     bool found = false;
     if (g_ranges) {
         auto it = g_ranges->upper_bound(ptr);
-        if (it != g_ranges->begin() && inside(ptr, std::prev(it)->first, std::prev(it)->second.size)) {
+        if (it != g_ranges->begin() &&
+            inside(ptr, std::prev(it)->first, std::prev(it)->second.size)) {
             --it;
             *out = KnownAllocation{it->first, it->second.size, it->second.ordinal};
             found = true;

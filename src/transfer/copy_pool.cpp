@@ -112,8 +112,7 @@ void *CopyPool::worker_main(void *self) {
 // Returns when a job may have pieces to claim (true) or the pool stops.
 bool CopyPool::await_work() {
     auto ready = [this] {
-        return open_.load(std::memory_order_seq_cst) != 0 ||
-               stop_.load(std::memory_order_relaxed);
+        return open_.load(std::memory_order_seq_cst) != 0 || stop_.load(std::memory_order_relaxed);
     };
     for (;;) {
         if (spin_until(spin_, ready)) return !stop_.load(std::memory_order_relaxed);

@@ -60,10 +60,10 @@ private:
     size_t piece_;  // nominal piece length, a multiple of the page alignment
     unsigned count_;
     bool populate_;
-    bool posted_ = false;                // counted in CopyPool::open_
-    int entry_ = -1;                     // board entry while posted
-    std::atomic<unsigned> next_{0};      // next piece to claim (may pass count_)
-    std::atomic<unsigned> left_;         // pieces not yet done
+    bool posted_ = false;            // counted in CopyPool::open_
+    int entry_ = -1;                 // board entry while posted
+    std::atomic<unsigned> next_{0};  // next piece to claim (may pass count_)
+    std::atomic<unsigned> left_;     // pieces not yet done
     std::atomic<bool> owner_sleeps_{false};
 };
 

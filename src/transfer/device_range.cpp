@@ -14,7 +14,9 @@ struct DeviceRange {
 };
 
 // The driver's answers for an address it does not know as device memory.
-bool unknown_address(CUresult r) { return r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE; }
+bool unknown_address(CUresult r) {
+    return r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE;
+}
 
 tf_status fail_not_found(const DriverApi &api, const char *name, uint64_t ptr, CUresult r)
     __attribute__((cold, noinline));
@@ -91,8 +93,8 @@ tf_status check_device_range(const RuntimeState &owner, const char *name, uint64
     return check_device_range_with_driver(owner, name, ptr, len);
 }
 
-tf_status check_device_range_with_driver(const RuntimeState &owner, const char *name,
-                                         uint64_t ptr, size_t len) {
+tf_status check_device_range_with_driver(const RuntimeState &owner, const char *name, uint64_t ptr,
+                                         size_t len) {
     const DriverApi &api = owner.api();
     if (!api.cuMemGetAddressRange) return fail_missing("cuMemGetAddressRange");
     CUdeviceptr base = 0;

@@ -25,8 +25,8 @@ tf_status check_device_range(const RuntimeState &owner, const char *name, uint64
 // As check_device_range, always asking the driver: for a check whose
 // driver call also finds a sticky fault of the owner's context before
 // anything is queued (the destination of a peer copy, api/peer.cpp).
-tf_status check_device_range_with_driver(const RuntimeState &owner, const char *name,
-                                         uint64_t ptr, size_t len);
+tf_status check_device_range_with_driver(const RuntimeState &owner, const char *name, uint64_t ptr,
+                                         size_t len);
 
 // Device copies whose ranges overlap are undefined: TF_ERROR_INVALID_ARGUMENT.
 tf_status check_no_overlap(uint64_t src, uint64_t dst, size_t len);

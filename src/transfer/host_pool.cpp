@@ -46,8 +46,7 @@ HostPool::Range *HostPool::find_locked(uintptr_t p) const {
     return p - r->base < extent ? r : nullptr;
 }
 
-tf_status HostPool::fail_not_ours(const char *name, const void *ptr,
-                                  const char *what) const {
+tf_status HostPool::fail_not_ours(const char *name, const void *ptr, const char *what) const {
     return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "%s %p %s", name, ptr, what);
 }
 
@@ -55,8 +54,7 @@ tf_status HostPool::fail_not_ours(const char *name, const void *ptr,
 
 tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
     const size_t capacity = host_size_class(bytes);
-    if (capacity == 0)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes %zu is too large", bytes);
+    if (capacity == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes %zu is too large", bytes);
     {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         poll_front_locked(api);
@@ -79,8 +77,8 @@ tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
 
 // Outside the lock: pinning memory can take milliseconds.  Out of
 // page-locked memory, the cache is trimmed and the call made once more.
-tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes,
-                                         size_t capacity, void **out) {
+tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity,
+                                         void **out) {
     if (!api.cuMemHostAlloc) return fail_missing("cuMemHostAlloc");
     std::unique_ptr<Range> range(new Range);
     void *p = nullptr;
@@ -284,25 +282,22 @@ tf_status HostPool::trim(const DriverApi &api) {
 
 // ---- registered ranges ----------------------------------------------------------------
 
-tf_status HostPool::register_range(const DriverApi &api, void *ptr,
-                                   size_t bytes) {
+tf_status HostPool::register_range(const DriverApi &api, void *ptr, size_t bytes) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     if (bytes > UINTPTR_MAX - p)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr %p + bytes %zu wraps around", ptr,
-                       bytes);
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr %p + bytes %zu wraps around", ptr, bytes);
     Range *reserved = nullptr;
     {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         auto next = ranges_.lower_bound(p);
-        Range *overlap = next != ranges_.end() && next->first < p + bytes ? next->second.get()
-                                                                         : find_locked(p);
+        Range *overlap =
+            next != ranges_.end() && next->first < p + bytes ? next->second.get() : find_locked(p);
         if (overlap)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
-                           "[%p, +%zu) overlaps the %s at %p; a range is registered once",
-                           ptr, bytes,
-                           overlap->kind == Kind::block ? "tf_host_alloc block"
-                                                        : "range registered",
-                           as_ptr(overlap->base));
+            return TF_FAIL(
+                TF_ERROR_INVALID_ARGUMENT,
+                "[%p, +%zu) overlaps the %s at %p; a range is registered once", ptr, bytes,
+                overlap->kind == Kind::block ? "tf_host_alloc block" : "range registered",
+                as_ptr(overlap->base));
         std::unique_ptr<Range> range(new Range);
         range->base = p;
         range->bytes = bytes;
@@ -339,8 +334,9 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         r = find_locked(p);
         if (!r)
-            return fail_not_ours("ptr", ptr, "was not registered with tf_host_register of "
-                                                 "this runtime");
+            return fail_not_ours("ptr", ptr,
+                                 "was not registered with tf_host_register of "
+                                 "this runtime");
         if (r->kind == Kind::block)
             return fail_not_ours("ptr", ptr,
                                  "lies in a tf_host_alloc block; give it back with "
@@ -350,8 +346,9 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
                            "ptr %p is inside the range registered at %p, not its start", ptr,
                            as_ptr(r->base));
         if (r->phase != Phase::live)
-            return fail_not_ours("ptr", ptr, "is being registered or unregistered by "
-                                                 "another thread");
+            return fail_not_ours("ptr", ptr,
+                                 "is being registered or unregistered by "
+                                 "another thread");
         r->phase = Phase::changing;
         for (int word = 0; word < kMaxSlots / 64; ++word)
             for (uint64_t bits = r->used[word].load(std::memory_order_relaxed); bits != 0;
@@ -378,8 +375,8 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
 tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
     std::shared_lock<std::shared_mutex> hold(mutex_);
     Range *r = find_locked(reinterpret_cast<uintptr_t>(ptr));
-    if (!r || r->phase != Phase::live || (r->kind == Kind::block &&
-                                          reinterpret_cast<uintptr_t>(ptr) - r->base >= r->bytes))
+    if (!r || r->phase != Phase::live ||
+        (r->kind == Kind::block && reinterpret_cast<uintptr_t>(ptr) - r->base >= r->bytes))
         return fail_not_ours("ptr", ptr,
                              "is not inside a live tf_host_alloc block or tf_host_register "
                              "range of this runtime");
@@ -388,8 +385,8 @@ tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
     return TF_OK;
 }
 
-tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len,
-                              int slot, CUstream stream, Use *use) {
+tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int slot,
+                              CUstream stream, Use *use) {
     std::shared_lock<std::shared_mutex> hold(mutex_);
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = find_locked(p);
@@ -401,8 +398,8 @@ tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len,
                              "host memory)");
     if (p - r->base > r->bytes || len > r->bytes - (p - r->base))
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
-                       "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name,
-                       ptr, len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
+                       "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name, ptr,
+                       len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
                        r->bytes, as_ptr(r->base));
     streams_[slot].store(stream, std::memory_order_relaxed);
     r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);

@@ -93,8 +93,8 @@ public:
     // [ptr, ptr + len) lies in one live block or registered range: records
     // the use by `stream` (slot `slot`) and keeps the pool's reader lock in
     // `use`.  Otherwise TF_ERROR_INVALID_ARGUMENT naming `name`.
-    tf_status begin_use(const char *name, const void *ptr, size_t len, int slot,
-                        CUstream stream, Use *use);
+    tf_status begin_use(const char *name, const void *ptr, size_t len, int slot, CUstream stream,
+                        Use *use);
 
     void stats(tf_host_pool_stats *out) const;
 
@@ -127,20 +127,18 @@ private:
     bool pending_done(const DriverApi &api, const Pending &p) const;
     void finish_pending_locked(std::deque<Pending>::iterator it);
     std::vector<std::unique_ptr<Range>> take_cached_locked();
-    tf_status free_to_driver(const DriverApi &api,
-                             std::vector<std::unique_ptr<Range>> ranges);
-    tf_status allocate_from_driver(const DriverApi &api, size_t bytes,
-                                   size_t capacity, void **out);
+    tf_status free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges);
+    tf_status allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity, void **out);
     tf_status park_used_locked(const DriverApi &api, Range *r);
-    tf_status fail_not_ours(const char *name, const void *ptr, const char *what)
-        const __attribute__((cold, noinline));
+    tf_status fail_not_ours(const char *name, const void *ptr, const char *what) const
+        __attribute__((cold, noinline));
 
     mutable std::shared_mutex mutex_;
     std::map<uintptr_t, std::unique_ptr<Range>> ranges_;  // every block and registered range
-    std::map<size_t, std::vector<Range *>> cached_;        // ready blocks by size class
-    std::deque<Pending> pending_;                          // oldest first
-    std::vector<CUevent> events_;                          // passed, reusable
-    std::unique_ptr<std::atomic<CUstream>[]> streams_;     // slot -> stream that used a range
+    std::map<size_t, std::vector<Range *>> cached_;       // ready blocks by size class
+    std::deque<Pending> pending_;                         // oldest first
+    std::vector<CUevent> events_;                         // passed, reusable
+    std::unique_ptr<std::atomic<CUstream>[]> streams_;    // slot -> stream that used a range
     std::atomic<size_t> pending_count_{0};
     tf_host_pool_stats stats_{};
 };

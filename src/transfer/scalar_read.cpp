@@ -87,8 +87,7 @@ tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, CUstream strea
             *guessed = true;
         } else {
             // A driver without the query: every read takes the busy path.
-            const CUresult r =
-                api.cuStreamQuery ? api.cuStreamQuery(stream) : CUDA_ERROR_NOT_READY;
+            const CUresult r = api.cuStreamQuery ? api.cuStreamQuery(stream) : CUDA_ERROR_NOT_READY;
             if (r == CUDA_SUCCESS) {
                 p = plan.idle;
                 ++box.idle_streak;
@@ -106,8 +105,8 @@ tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, CUstream strea
 }
 
 // Queues the read on `path` (not copy_sync) and waits for its flag.
-tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn,
-                         CUstream stream, ScalarMailbox &box, uint64_t src, size_t len,
+tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn, CUstream stream,
+                         ScalarMailbox &box, uint64_t src, size_t len,
                          std::chrono::microseconds spin) {
     uint32_t seq = box.seq + 1;
     if (seq == 0) seq = 1;  // 0 is the fresh mailbox's flag
@@ -121,8 +120,8 @@ tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn,
     } else {
         st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
         if (st == TF_OK)
-            st = TF_CU(api, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag,
-                       seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+            st = TF_CU(api, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag, seq,
+                       CU_STREAM_WRITE_VALUE_DEFAULT);
     }
     if (st != TF_OK || spin_for_flag(box, seq, spin)) return st;
     // Still running after the spin: block.  This wait also reports a fault
@@ -134,9 +133,9 @@ tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn,
 
 const char *scalar_path_name(ScalarPath path) {
     switch (path) {
-    case ScalarPath::copy_sync: return "copy_sync";
-    case ScalarPath::copy_flag: return "copy_flag";
-    case ScalarPath::kernel: return "kernel";
+        case ScalarPath::copy_sync: return "copy_sync";
+        case ScalarPath::copy_flag: return "copy_flag";
+        case ScalarPath::kernel: return "kernel";
     }
     return "?";
 }
@@ -146,8 +145,7 @@ tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarMailbox &box) {
     void *p = nullptr;
     // Mapped for the kernel and cuStreamWriteValue32; not write-combined:
     // the host reads it.
-    tf_status st = TF_CU(api, cuMemHostAlloc, &p, ScalarMailbox::kBytes,
-                         CU_MEMHOSTALLOC_DEVICEMAP);
+    tf_status st = TF_CU(api, cuMemHostAlloc, &p, ScalarMailbox::kBytes, CU_MEMHOSTALLOC_DEVICEMAP);
     if (st != TF_OK) return st;
     CUdeviceptr d = 0;
     st = TF_CU(api, cuMemHostGetDevicePointer, &d, p, 0);
@@ -221,7 +219,8 @@ void ScalarKernel::release(const DriverApi &api) {
     const CUresult r = api.cuModuleUnload ? api.cuModuleUnload(module_) : CUDA_ERROR_NOT_FOUND;
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
         char code[96];
-        log(TF_LOG_WARNING, "tf_runtime_release: cuModuleUnload of the scalar read kernel failed: %s",
+        log(TF_LOG_WARNING,
+            "tf_runtime_release: cuModuleUnload of the scalar read kernel failed: %s",
             describe_cuda(api, r, code, sizeof code));
     }
     module_ = nullptr;
@@ -243,8 +242,8 @@ tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
     st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, box, &path, &fn,
                      &guessed);
     if (st != TF_OK) return st;  // nothing queued
-    const auto start = guessed ? std::chrono::steady_clock::now()
-                               : std::chrono::steady_clock::time_point();
+    const auto start =
+        guessed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (path == ScalarPath::copy_sync) {
         st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
         if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, stream);

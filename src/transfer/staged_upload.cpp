@@ -19,9 +19,9 @@ unsigned pieces_for(size_t n, unsigned threads, const UploadPlan &plan) {
 
 }  // namespace
 
-tf_status run_upload_plan(const DriverApi &api, CUstream stream,
-                          const StagingRing &ring, CopyPool *pool, unsigned threads,
-                          const UploadPlan &plan, const void *src, CUdeviceptr dst, size_t len) {
+tf_status run_upload_plan(const DriverApi &api, CUstream stream, const StagingRing &ring,
+                          CopyPool *pool, unsigned threads, const UploadPlan &plan, const void *src,
+                          CUdeviceptr dst, size_t len) {
     if (pool && pool->workers() == 0) pool = nullptr;
     const char *from = static_cast<const char *>(src);
     const size_t step = download_step_bytes(len, ring.bytes, plan.step_scale);
@@ -59,11 +59,11 @@ tf_status upload_staged(CallFrame &frame, const void *src, uint64_t dst, size_t 
     tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
     TransferSlot &staging = frame.resources().transfer;
-    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()),
-                             kStagingDepth, staging);
+    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()), kStagingDepth,
+                             staging);
     if (st != TF_OK) return st;
-    st = run_upload_plan(state.api(), frame.stream(), staging.ring, pool, threads, UploadPlan(), src,
-                         static_cast<CUdeviceptr>(dst), len);
+    st = run_upload_plan(state.api(), frame.stream(), staging.ring, pool, threads, UploadPlan(),
+                         src, static_cast<CUdeviceptr>(dst), len);
     // The device may still read a buffer whose copy or wait failed.
     if (st != TF_OK) abandon_staging_ring(staging);
     return st;

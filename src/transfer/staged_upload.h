@@ -50,8 +50,8 @@ tf_status upload_staged(CallFrame &frame, const void *src, uint64_t dst, size_t 
 // The pipeline under upload_staged for a plan of the caller's choosing
 // (bench/tune_download), as run_download_plan.  The caller abandons the
 // ring if this fails.
-tf_status run_upload_plan(const DriverApi &api, CUstream stream,
-                          const StagingRing &ring, CopyPool *pool, unsigned threads,
-                          const UploadPlan &plan, const void *src, CUdeviceptr dst, size_t len);
+tf_status run_upload_plan(const DriverApi &api, CUstream stream, const StagingRing &ring,
+                          CopyPool *pool, unsigned threads, const UploadPlan &plan, const void *src,
+                          CUdeviceptr dst, size_t len);
 
 }  // namespace tf

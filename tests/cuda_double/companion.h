@@ -16,8 +16,14 @@ namespace tfd {
 // Holds the driver double's (recursive) mutex for a scope.
 class Locked {
 public:
-    Locked() { tfd_lock(); }
-    ~Locked() { tfd_unlock(); }
+    Locked()
+    {
+        tfd_lock();
+    }
+    ~Locked()
+    {
+        tfd_unlock();
+    }
     Locked(const Locked &) = delete;
     Locked &operator=(const Locked &) = delete;
 };

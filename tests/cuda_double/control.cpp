@@ -11,12 +11,21 @@ using namespace tfd;
 
 namespace {
 
-Lock locked() { return Lock(state().mu); }
+Lock locked()
+{
+    return Lock(state().mu);
+}
 
 constexpr unsigned long kDefaultBackgroundDelayUs = 1000;
 
-bool valid_kind(int kind) { return kind >= 0 && kind < TFD_KIND_COUNT; }
-bool any_device(int device) { return device >= 0 && device < kMaxDevices; }
+bool valid_kind(int kind)
+{
+    return kind >= 0 && kind < TFD_KIND_COUNT;
+}
+bool any_device(int device)
+{
+    return device >= 0 && device < kMaxDevices;
+}
 
 void add_rule(const char *entry, unsigned long nth, int code, unsigned long times, bool after)
 {
@@ -475,7 +484,7 @@ int tfd_cublas_workspace(void *handle, void **ptr, size_t *size)
 
 int tfd_enter_ex(const char *entry, int *after_code)
 {
-    Lock l = locked();   // enter_locked never throws
+    Lock l = locked();  // enter_locked never throws
     int before = 0, after = 0;
     enter_locked(entry, &before, &after);
     if (after_code != nullptr)
@@ -485,7 +494,10 @@ int tfd_enter_ex(const char *entry, int *after_code)
     return before;
 }
 
-int tfd_enter(const char *entry) { return tfd_enter_ex(entry, nullptr); }
+int tfd_enter(const char *entry)
+{
+    return tfd_enter_ex(entry, nullptr);
+}
 
 void *tfd_translate(uint64_t dptr, size_t bytes)
 {
@@ -495,8 +507,14 @@ void *tfd_translate(uint64_t dptr, size_t bytes)
     return a == nullptr ? nullptr : a->host + (dptr - base);
 }
 
-void tfd_lock(void) { state().mu.lock(); }
-void tfd_unlock(void) { state().mu.unlock(); }
+void tfd_lock(void)
+{
+    state().mu.lock();
+}
+void tfd_unlock(void)
+{
+    state().mu.unlock();
+}
 
 void tfd_count_live(int kind, long delta)
 {

@@ -41,7 +41,7 @@ static void store(unsigned char *dst, const void *src, size_t n)
         return;
     }
     std::vector<unsigned char> copy;
-    if (s < dst + n && dst < s + n) {   // overlapping: copy first
+    if (s < dst + n && dst < s + n) {  // overlapping: copy first
         copy.assign(s, s + n);
         s = copy.data();
     }
@@ -77,7 +77,9 @@ static Op htod_op(const char *what, CUdeviceptr dst, const void *src, size_t byt
     }
     const unsigned char *from = static_cast<const unsigned char *>(src);
     auto staged = std::make_shared<std::vector<unsigned char>>(from, from + bytes);
-    op.body = [dst, staged](Context &) { return write_device(dst, staged->data(), staged->size()); };
+    op.body = [dst, staged](Context &) {
+        return write_device(dst, staged->data(), staged->size());
+    };
     return op;
 }
 
@@ -168,13 +170,13 @@ static CUresult copy_sync(const char *what, CUdeviceptr dst_dev, void *dst_host,
     CUresult rc = need_context(&cur);
     if (rc != CUDA_SUCCESS || bytes == 0)
         return rc;
-    bool ok = (dst_host != nullptr ? host_pointer_ok(dst_host)
-                                   : device_range(dst_dev, bytes) != nullptr) &&
-              (src_host != nullptr ? host_pointer_ok(src_host)
-                                   : device_range(src_dev, bytes) != nullptr);
+    bool ok =
+        (dst_host != nullptr ? host_pointer_ok(dst_host)
+                             : device_range(dst_dev, bytes) != nullptr) &&
+        (src_host != nullptr ? host_pointer_ok(src_host) : device_range(src_dev, bytes) != nullptr);
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
-    Op op = src_host != nullptr ? htod_op(what, dst_dev, src_host, bytes, false)
+    Op op = src_host != nullptr   ? htod_op(what, dst_dev, src_host, bytes, false)
             : dst_host != nullptr ? dtoh_op(what, dst_host, src_dev, bytes)
                                   : dtod_op(what, dst_dev, src_dev, bytes);
     return submit(legacy_key(cur->handle), *cur, std::move(op), true);
@@ -203,8 +205,8 @@ static unsigned char *peer_range(CUdeviceptr p, size_t bytes, uint64_t ctx)
     return a->host + (p - base);
 }
 
-static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                          CUcontext src_ctx, size_t bytes, CUstream stream)
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                          size_t bytes, CUstream stream)
 {
     Context *cur = nullptr;
     uint64_t key = 0;
@@ -326,22 +328,26 @@ CUresult entry::d_cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 }
 
 CUresult entry::d_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                   CUcontext src_ctx, size_t bytes, CUstream stream)
+                                    CUcontext src_ctx, size_t bytes, CUstream stream)
 {
     return run("cuMemcpyPeerAsync",
                [&] { return copy_peer(dst, dst_ctx, src, src_ctx, bytes, stream); });
 }
 
-CUresult entry::d_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream)
+CUresult entry::d_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
+                                  CUstream stream)
 {
-    return run("cuMemsetD8Async",
-               [&] { return memset_async<unsigned char>("cuMemsetD8Async", dst, value, count, stream); });
+    return run("cuMemsetD8Async", [&] {
+        return memset_async<unsigned char>("cuMemsetD8Async", dst, value, count, stream);
+    });
 }
 
-CUresult entry::d_cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream)
+CUresult entry::d_cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
+                                   CUstream stream)
 {
-    return run("cuMemsetD32Async",
-               [&] { return memset_async<uint32_t>("cuMemsetD32Async", dst, value, count, stream); });
+    return run("cuMemsetD32Async", [&] {
+        return memset_async<uint32_t>("cuMemsetD32Async", dst, value, count, stream);
+    });
 }
 
 CUresult entry::d_cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,

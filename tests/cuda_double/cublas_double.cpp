@@ -31,19 +31,26 @@ constexpr int kMinor = TFD_CUBLAS_VERSION / 100 % 100;
 constexpr int kPatch = TFD_CUBLAS_VERSION % 100;
 constexpr uintptr_t kWorkspaceAlign = 256;
 
-template <class Body> cublasStatus_t run(const char *entry, Body body)
+template <class Body>
+cublasStatus_t run(const char *entry, Body body)
 {
     return run_companion(entry, CUBLAS_STATUS_ALLOC_FAILED, CUBLAS_STATUS_INTERNAL_ERROR, body);
 }
 
-tfd_cublas_info *find(cublasHandle_t h) { return tfd_cublas_lookup(h); }
+tfd_cublas_info *find(cublasHandle_t h)
+{
+    return tfd_cublas_lookup(h);
+}
 
-uint64_t dev_addr(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+uint64_t dev_addr(const void *p)
+{
+    return reinterpret_cast<uintptr_t>(p);
+}
 
 // ---- GEMM ------------------------------------------------------------------
 
 struct Gemm {
-    int ta, tb;   // cublasOperation_t values, read with raw_enum
+    int ta, tb;  // cublasOperation_t values, read with raw_enum
     int m, n, k, lda, ldb, ldc;
 };
 
@@ -52,7 +59,10 @@ bool op_ok(int op)
     return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
 }
 
-int at_least_one(int v) { return v < 1 ? 1 : v; }
+int at_least_one(int v)
+{
+    return v < 1 ? 1 : v;
+}
 
 bool shape_ok(const Gemm &g)
 {
@@ -80,20 +90,23 @@ unsigned char *operand(const void *p, size_t bytes)
     return static_cast<unsigned char *>(tfd_translate(dev_addr(p), bytes));
 }
 
-template <class T> T load(const unsigned char *base, size_t index)
+template <class T>
+T load(const unsigned char *base, size_t index)
 {
     T v;
     std::memcpy(&v, base + index * sizeof(T), sizeof(T));
     return v;
 }
 
-template <class T> void store(unsigned char *base, size_t index, T v)
+template <class T>
+void store(unsigned char *base, size_t index, T v)
 {
     std::memcpy(base + index * sizeof(T), &v, sizeof(T));
 }
 
 // Read alpha or beta per the handle's pointer mode.
-template <class T> bool scalar(const tfd_cublas_info &h, const T *p, T *out)
+template <class T>
+bool scalar(const tfd_cublas_info &h, const T *p, T *out)
 {
     if (h.pointer_mode == CUBLAS_POINTER_MODE_HOST) {
         std::memcpy(out, p, sizeof(T));
@@ -141,11 +154,12 @@ bool can_launch(const tfd_cublas_info &h)
 }
 
 // A queued GEMM: everything it needs when its stream runs it.
-template <class T> struct GemmJob {
+template <class T>
+struct GemmJob {
     Gemm g;
     bool device_scalars;
-    T alpha, beta;                 // host pointer mode: read at the call
-    const T *alpha_p, *beta_p;     // device pointer mode: read when it runs
+    T alpha, beta;              // host pointer mode: read at the call
+    const T *alpha_p, *beta_p;  // device pointer mode: read when it runs
     const T *A, *B;
     T *C;
 };
@@ -168,7 +182,8 @@ bool views(const Gemm &g, T alpha, const T *A, const T *B, T *C, const unsigned 
 }
 
 // Runs when the stream gets to it; memory gone by then faults the context.
-template <class T> int run_gemm(void *p)
+template <class T>
+int run_gemm(void *p)
 {
     const GemmJob<T> &j = *static_cast<const GemmJob<T> *>(p);
     T alpha = j.alpha, beta = j.beta;
@@ -185,11 +200,15 @@ template <class T> int run_gemm(void *p)
     return 0;
 }
 
-template <class T> void drop_gemm(void *p) { delete static_cast<GemmJob<T> *>(p); }
+template <class T>
+void drop_gemm(void *p)
+{
+    delete static_cast<GemmJob<T> *>(p);
+}
 
 template <class T>
-cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, const T *A,
-                    const T *B, const T *beta_p, T *C)
+cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, const T *A, const T *B,
+                    const T *beta_p, T *C)
 {
     tfd_cublas_info *h = find(handle);
     if (h == nullptr)
@@ -197,7 +216,7 @@ cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, cons
     if (!shape_ok(g) || alpha_p == nullptr || beta_p == nullptr)
         return CUBLAS_STATUS_INVALID_VALUE;
     if (g.m == 0 || g.n == 0)
-        return CUBLAS_STATUS_SUCCESS;   // quick return: nothing launched
+        return CUBLAS_STATUS_SUCCESS;  // quick return: nothing launched
     if (!can_launch(*h))
         return CUBLAS_STATUS_EXECUTION_FAILED;
     T alpha, beta;
@@ -369,10 +388,10 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value)
         if (value == nullptr)
             return CUBLAS_STATUS_INVALID_VALUE;
         switch (raw_enum(type)) {
-        case MAJOR_VERSION: *value = kMajor; return CUBLAS_STATUS_SUCCESS;
-        case MINOR_VERSION: *value = kMinor; return CUBLAS_STATUS_SUCCESS;
-        case PATCH_LEVEL: *value = kPatch; return CUBLAS_STATUS_SUCCESS;
-        default: return CUBLAS_STATUS_INVALID_VALUE;
+            case MAJOR_VERSION: *value = kMajor; return CUBLAS_STATUS_SUCCESS;
+            case MINOR_VERSION: *value = kMinor; return CUBLAS_STATUS_SUCCESS;
+            case PATCH_LEVEL: *value = kPatch; return CUBLAS_STATUS_SUCCESS;
+            default: return CUBLAS_STATUS_INVALID_VALUE;
         }
     });
 }

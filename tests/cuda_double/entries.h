@@ -15,8 +15,7 @@
 namespace tfd {
 namespace entry {
 
-#define TF_DRIVER_ENTRY(name, version) \
-    std::remove_pointer_t<PFN_##name##_v##version> d_##name;
+#define TF_DRIVER_ENTRY(name, version) std::remove_pointer_t<PFN_##name##_v##version> d_##name;
 #include "driver/driver_entries.inc"
 #include "extra_entries.inc"
 #undef TF_DRIVER_ENTRY

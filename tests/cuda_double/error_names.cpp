@@ -92,7 +92,8 @@ static const ErrorText *find_error(int code)
 }
 
 // Shared body: `pick` chooses the name or the description.
-template <class Pick> static CUresult describe(int code, const char **str, Pick pick)
+template <class Pick>
+static CUresult describe(int code, const char **str, Pick pick)
 {
     if (str == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
@@ -103,14 +104,16 @@ template <class Pick> static CUresult describe(int code, const char **str, Pick 
 
 CUresult entry::d_cuGetErrorName(CUresult code, const char **str)
 {
-    return run("cuGetErrorName",
-               [&] { return describe(raw_enum(code), str, [](const ErrorText &e) { return e.name; }); });
+    return run("cuGetErrorName", [&] {
+        return describe(raw_enum(code), str, [](const ErrorText &e) { return e.name; });
+    });
 }
 
 CUresult entry::d_cuGetErrorString(CUresult code, const char **str)
 {
-    return run("cuGetErrorString",
-               [&] { return describe(raw_enum(code), str, [](const ErrorText &e) { return e.text; }); });
+    return run("cuGetErrorString", [&] {
+        return describe(raw_enum(code), str, [](const ErrorText &e) { return e.text; });
+    });
 }
 
 }  // namespace tfd

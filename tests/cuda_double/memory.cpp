@@ -20,7 +20,10 @@ namespace tfd {
 constexpr uint64_t kFillLimit = uint64_t(16) << 20;
 constexpr unsigned char kFreshByte = 0xCD;
 
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 DeviceAlloc *find_alloc(uint64_t dptr, uint64_t bytes, uint64_t *base)
 {
@@ -132,7 +135,7 @@ static CUresult mem_free(CUdeviceptr dptr)
     if (it == state().device_allocs.end())
         return CUDA_ERROR_INVALID_VALUE;
     drain_device(it->second.device);
-    it = freeable(dptr);   // the drain ran queued frees: look again
+    it = freeable(dptr);  // the drain ran queued frees: look again
     if (it != state().device_allocs.end())
         release_alloc(it);
     return need_context(nullptr);
@@ -187,8 +190,8 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
     CUresult rc = need_context(&cur);
     if (rc != CUDA_SUCCESS)
         return rc;
-    const unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-                           CU_MEMHOSTALLOC_WRITECOMBINED;
+    const unsigned known =
+        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
     if (pp == nullptr || bytes == 0 || (flags & ~known) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     void *p = nullptr;
@@ -319,33 +322,30 @@ static CUresult host_device_pointer(CUdeviceptr *dptr, void *p, unsigned int fla
     return CUDA_SUCCESS;
 }
 
-static CUresult device_pointer_attribute(void *data, int attribute, CUdeviceptr ptr,
-                                         uint64_t base, const DeviceAlloc &a)
+static CUresult device_pointer_attribute(void *data, int attribute, CUdeviceptr ptr, uint64_t base,
+                                         const DeviceAlloc &a)
 {
     switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *static_cast<unsigned int *>(data) = CU_MEMORYTYPE_DEVICE;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *static_cast<int *>(data) = a.device;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *static_cast<CUcontext *>(data) = handle_ptr<CUcontext>(a.ctx);
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-        *static_cast<CUdeviceptr *>(data) = ptr;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-        *static_cast<CUdeviceptr *>(data) = base;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-        *static_cast<size_t *>(data) = static_cast<size_t>(a.size);
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        *static_cast<int *>(data) = 0;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<unsigned int *>(data) = CU_MEMORYTYPE_DEVICE;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *static_cast<int *>(data) = a.device;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+            *static_cast<CUcontext *>(data) = handle_ptr<CUcontext>(a.ctx);
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+            *static_cast<CUdeviceptr *>(data) = ptr;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *static_cast<CUdeviceptr *>(data) = base;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *static_cast<size_t *>(data) = static_cast<size_t>(a.size);
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int *>(data) = 0; return CUDA_SUCCESS;
+        default: return CUDA_ERROR_INVALID_VALUE;
     }
 }
 
@@ -354,23 +354,20 @@ static CUresult host_pointer_attribute(void *data, int attribute, CUdeviceptr pt
 {
     const Context *owner = find_context(h.ctx);
     switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *static_cast<unsigned int *>(data) = CU_MEMORYTYPE_HOST;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *static_cast<int *>(data) = owner != nullptr ? owner->device : 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *static_cast<CUcontext *>(data) = handle_ptr<CUcontext>(h.ctx);
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *static_cast<void **>(data) = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        *static_cast<int *>(data) = 0;
-        return CUDA_SUCCESS;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *static_cast<unsigned int *>(data) = CU_MEMORYTYPE_HOST;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *static_cast<int *>(data) = owner != nullptr ? owner->device : 0;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_CONTEXT:
+            *static_cast<CUcontext *>(data) = handle_ptr<CUcontext>(h.ctx);
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+            *static_cast<void **>(data) = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int *>(data) = 0; return CUDA_SUCCESS;
+        default: return CUDA_ERROR_INVALID_VALUE;
     }
 }
 

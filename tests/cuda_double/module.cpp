@@ -30,7 +30,7 @@
 namespace tfd {
 
 constexpr size_t kMaxImage = size_t(64) << 20;
-constexpr int kMaxPtxVersion = 90;   // PTX ISA 9.0 (CUDA 13)
+constexpr int kMaxPtxVersion = 90;  // PTX ISA 9.0 (CUDA 13)
 
 struct BuiltinKernel {
     const char *name;
@@ -66,8 +66,8 @@ static const BuiltinKernel &builtin_of(Kernel k)
 
 struct Image {
     std::set<std::string> entries;
-    int target = 0;        // NN of ".target sm_NN", 0 when absent
-    int version = 0;       // 10*major+minor of ".version", 0 when absent
+    int target = 0;   // NN of ".target sm_NN", 0 when absent
+    int version = 0;  // 10*major+minor of ".version", 0 when absent
 };
 
 static bool is_text(const char *image, size_t *len)
@@ -157,7 +157,7 @@ static CUresult parse_image(const void *image, int device_cc, Image *img, std::s
 struct JitLogs {
     char *info = nullptr;
     char *error = nullptr;
-    void **info_size = nullptr;    // option value slot: in capacity, out bytes written
+    void **info_size = nullptr;  // option value slot: in capacity, out bytes written
     void **error_size = nullptr;
 };
 
@@ -168,14 +168,14 @@ static CUresult read_options(unsigned n, CUjit_option *options, void **values, J
     for (unsigned i = 0; i < n; ++i) {
         int opt = raw_enum(options[i]);
         switch (opt) {
-        case CU_JIT_INFO_LOG_BUFFER: logs->info = static_cast<char *>(values[i]); break;
-        case CU_JIT_ERROR_LOG_BUFFER: logs->error = static_cast<char *>(values[i]); break;
-        case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: logs->info_size = &values[i]; break;
-        case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: logs->error_size = &values[i]; break;
-        default:
-            if (opt < 0 || opt >= CU_JIT_NUM_OPTIONS)
-                return CUDA_ERROR_INVALID_VALUE;
-            break;   // accepted and ignored
+            case CU_JIT_INFO_LOG_BUFFER: logs->info = static_cast<char *>(values[i]); break;
+            case CU_JIT_ERROR_LOG_BUFFER: logs->error = static_cast<char *>(values[i]); break;
+            case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: logs->info_size = &values[i]; break;
+            case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: logs->error_size = &values[i]; break;
+            default:
+                if (opt < 0 || opt >= CU_JIT_NUM_OPTIONS)
+                    return CUDA_ERROR_INVALID_VALUE;
+                break;  // accepted and ignored
         }
     }
     return CUDA_SUCCESS;
@@ -308,14 +308,13 @@ static CUresult find_function(CUfunction fn, const Context &cur, Function **out)
 static bool attribute_value_ok(int attrib, int value)
 {
     switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        return value >= 0 && value <= kMaxSharedOptin;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-        return value >= -1 && value <= 100;
-    default:
-        // Read-only attributes cannot be set; cluster attributes are accepted.
-        return attrib > CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT &&
-               attrib < CU_FUNC_ATTRIBUTE_MAX;
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            return value >= 0 && value <= kMaxSharedOptin;
+        case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return value >= -1 && value <= 100;
+        default:
+            // Read-only attributes cannot be set; cluster attributes are accepted.
+            return attrib > CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT &&
+                   attrib < CU_FUNC_ATTRIBUTE_MAX;
     }
 }
 
@@ -372,7 +371,7 @@ static unsigned char *kernel_range(const Context &cur, uint64_t dptr, uint64_t b
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes == 0 ? 1 : bytes, &base);
     if (a == nullptr)
-        return mapped_range(dptr, bytes == 0 ? 1 : bytes);   // reachable from every device
+        return mapped_range(dptr, bytes == 0 ? 1 : bytes);  // reachable from every device
     bool reachable = a->device == cur.device;
     for (uint64_t peer : cur.peers) {
         const Context *p = find_context(peer);
@@ -389,7 +388,8 @@ struct Args {
     uint32_t n = 0;
 };
 
-template <class T> static T param(void **params, unsigned i)
+template <class T>
+static T param(void **params, unsigned i)
 {
     T v;
     std::memcpy(&v, params[i], sizeof v);
@@ -491,7 +491,7 @@ static CUresult launch(CUfunction fn, const Launch &l, CUstream stream, void **p
 }
 
 CUresult entry::d_cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int n,
-                                    CUjit_option *options, void **values)
+                                     CUjit_option *options, void **values)
 {
     return run("cuModuleLoadDataEx", [&] { return load_module(mod, image, n, options, values); });
 }
@@ -512,8 +512,8 @@ CUresult entry::d_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attrib,
 }
 
 CUresult entry::d_cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
-                                unsigned int bx, unsigned int by, unsigned int bz,
-                                unsigned int shared, CUstream stream, void **params, void **extra)
+                                 unsigned int bx, unsigned int by, unsigned int bz,
+                                 unsigned int shared, CUstream stream, void **params, void **extra)
 {
     Launch l = {{gx, gy, gz}, {bx, by, bz}, shared};
     return run("cuLaunchKernel", [&] { return launch(fn, l, stream, params, extra); });

@@ -53,7 +53,7 @@ enum Result {
 };
 enum DataType { kInt32 = 2, kFloat32 = 7, kFloat64 = 8 };
 constexpr int kSum = 0;
-constexpr int kVersion = 22305;   // NCCL 2.23.5, NCCL_VERSION's encoding
+constexpr int kVersion = 22305;  // NCCL 2.23.5, NCCL_VERSION's encoding
 constexpr size_t kIdBytes = 128;
 constexpr char kIdMagic[] = "tfd-nccl1:";
 constexpr auto kArrivalTimeout = std::chrono::seconds(60);
@@ -62,7 +62,8 @@ struct UniqueId {
     char internal[kIdBytes];
 };
 
-template <class Body> int run(const char *entry, Body body)
+template <class Body>
+int run(const char *entry, Body body)
 {
     return run_companion(entry, int(kSystemError), int(kInternalError), body);
 }
@@ -70,10 +71,10 @@ template <class Body> int run(const char *entry, Body body)
 // ---- communicators ----------------------------------------------------------
 
 struct Comm {
-    std::string clique;     // from the unique id
+    std::string clique;  // from the unique id
     int nranks = 0;
     int rank = 0;
-    uint64_t next = 0;      // number of its next collective
+    uint64_t next = 0;  // number of its next collective
 };
 
 // The ranks of this process in one collective: queued (not run yet, and
@@ -84,7 +85,7 @@ struct Pending {
     std::set<int> started;
     size_t finished = 0;
 };
-using CollectiveKey = std::pair<std::string, uint64_t>;   // clique, number
+using CollectiveKey = std::pair<std::string, uint64_t>;  // clique, number
 
 // Everything under the driver double's mutex (Locked / run_companion, or
 // the mutex a queued op runs under).
@@ -96,7 +97,7 @@ struct Registry {
 
 Registry &registry()
 {
-    static Registry *r = new Registry();   // never destroyed, like the double's state
+    static Registry *r = new Registry();  // never destroyed, like the double's state
     return *r;
 }
 
@@ -113,7 +114,7 @@ bool in_this_process(const std::string &clique, int rank)
 struct Header {
     uint32_t arrived;
     uint32_t left;
-    uint64_t bytes;   // per rank
+    uint64_t bytes;  // per rank
 };
 
 class Segment {
@@ -134,21 +135,26 @@ public:
         // Every rank sizes it alike; a rank that finds another size has a
         // different count (an error).
         struct stat st;
-        bool ok = fstat(fd, &st) == 0 &&
-                  (size_t(st.st_size) == size_ ||
-                   (st.st_size == 0 && ftruncate(fd, off_t(size_)) == 0));
+        bool ok = fstat(fd, &st) == 0 && (size_t(st.st_size) == size_ ||
+                                          (st.st_size == 0 && ftruncate(fd, off_t(size_)) == 0));
         if (ok)
             base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
         return ok && base_ != MAP_FAILED;
     }
-    Header &header() { return *static_cast<Header *>(base_); }
+    Header &header()
+    {
+        return *static_cast<Header *>(base_);
+    }
     unsigned char *slot(int rank, size_t bytes)
     {
         return static_cast<unsigned char *>(base_) + sizeof(Header) + size_t(rank) * bytes;
     }
     // Removes the name: the collective failed here.
-    void abandon() { shm_unlink(name_.c_str()); }
+    void abandon()
+    {
+        shm_unlink(name_.c_str());
+    }
     // The last rank to leave removes the name (mappings stay valid).
     void leave(int nranks)
     {
@@ -172,9 +178,13 @@ struct AllReduce {
     size_t count;
 };
 
-size_t element_bytes(int type) { return type == kFloat64 ? 8 : 4; }
+size_t element_bytes(int type)
+{
+    return type == kFloat64 ? 8 : 4;
+}
 
-template <class T> void add_into(unsigned char *out, const unsigned char *in, size_t count)
+template <class T>
+void add_into(unsigned char *out, const unsigned char *in, size_t count)
 {
     for (size_t i = 0; i < count; ++i) {
         T a, b;
@@ -204,10 +214,10 @@ bool wait_for_all(const AllReduce &a, Segment &seg)
             continue;
         Pending &p = registry().collectives[key];
         if (p.started.count(r) != 0)
-            continue;   // arrived already
+            continue;  // arrived already
         auto it = p.queued.find(r);
         if (it == p.queued.end())
-            return false;   // a rank of this process with nothing queued: never arrives
+            return false;  // a rank of this process with nothing queued: never arrives
         tfd_ticket t = it->second;
         // It may still not arrive: dropped (its context faulted), or its
         // stream needs this one first (a cycle).
@@ -236,7 +246,7 @@ int reduce(const AllReduce &a)
     std::memcpy(seg.slot(a.rank, bytes), send, bytes);
     __atomic_add_fetch(&seg.header().arrived, 1, __ATOMIC_ACQ_REL);
     if (!wait_for_all(a, seg)) {
-        seg.abandon();   // a rank coming later meets no one and times out too
+        seg.abandon();  // a rank coming later meets no one and times out too
         return CUDA_ERROR_LAUNCH_TIMEOUT;
     }
     std::memcpy(recv, seg.slot(0, bytes), bytes);
@@ -312,7 +322,7 @@ int all_reduce(const void *send, void *recv, size_t count, int type, int op, voi
     tfd_ticket ticket = {0, 0};
     if (tfd_enqueue(stream, "ncclAllReduce", run_all_reduce, a, drop_all_reduce, &ticket) != 0) {
         delete a;
-        return 1;   // ncclUnhandledCudaError
+        return 1;  // ncclUnhandledCudaError
     }
     // Not run yet (sync mode runs it inside tfd_enqueue).
     if (!tfd_reached(&ticket))
@@ -324,13 +334,13 @@ int all_reduce(const void *send, void *recv, size_t count, int type, int op, voi
 const char *result_string(int r)
 {
     switch (r) {
-    case 0: return "no error";
-    case 1: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case 2: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case 3: return "internal error - please report this issue to the NCCL developers";
-    case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    default: return "unknown result code";
+        case 0: return "no error";
+        case 1: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+        case 2: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+        case 3: return "internal error - please report this issue to the NCCL developers";
+        case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+        case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+        default: return "unknown result code";
     }
 }
 
@@ -372,7 +382,7 @@ int ncclCommInitRank(void **comm, int nranks, UniqueId id, int rank)
         if (comm == nullptr || nranks < 1 || rank < 0 || rank >= nranks || !clique_of(id, &clique))
             return int(kInvalidArgument);
         if (tfd_context_status() != 0)
-            return 1;   // ncclUnhandledCudaError: no usable current context
+            return 1;  // ncclUnhandledCudaError: no usable current context
         if (in_this_process(clique, rank))
             return int(kInvalidUsage);
         auto c = std::make_unique<Comm>();
@@ -390,7 +400,7 @@ int ncclCommDestroy(void *comm)
 {
     return run("ncclCommDestroy", [&] {
         return registry().comms.erase(static_cast<Comm *>(comm)) == 1 ? int(kSuccess)
-                                                                       : int(kInvalidArgument);
+                                                                      : int(kInvalidArgument);
     });
 }
 

@@ -36,7 +36,7 @@ struct Program {
     std::string name;
     std::string source;
     bool compiled = false;
-    bool real_arch = false;   // compiled for sm_XX (CUBIN available)
+    bool real_arch = false;  // compiled for sm_XX (CUBIN available)
     std::string log;
     std::string ptx;
 };
@@ -60,7 +60,8 @@ Program *find(nvrtcProgram prog)
     return it == programs().end() ? nullptr : &it->second;
 }
 
-template <class Body> nvrtcResult run(const char *entry, Body body)
+template <class Body>
+nvrtcResult run(const char *entry, Body body)
 {
     return run_companion(entry, NVRTC_ERROR_OUT_OF_MEMORY, NVRTC_ERROR_INTERNAL_ERROR, body);
 }
@@ -178,7 +179,8 @@ std::string error_directives(const Program &p, const std::string &text)
         if (t.empty() || t[0] != '#')
             continue;
         t = trim(t.substr(1));
-        if (t.compare(0, 5, "error") != 0 || (t.size() > 5 && !std::isspace(static_cast<unsigned char>(t[5]))))
+        if (t.compare(0, 5, "error") != 0 ||
+            (t.size() > 5 && !std::isspace(static_cast<unsigned char>(t[5]))))
             continue;
         log += p.name + "(" + std::to_string(i + 1) + "): error: " + trim(t.substr(5)) + "\n";
         ++errors;
@@ -189,7 +191,10 @@ std::string error_directives(const Program &p, const std::string &text)
     return log;
 }
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c)
+{
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 size_t skip_space(const std::string &s, size_t i)
 {
@@ -227,7 +232,7 @@ std::string kernel_name(const std::string &s, size_t i)
         while (i < s.size() && ident_char(s[i]))
             ++i;
         if (i == b)
-            return std::string();   // punctuation before any "(": not a kernel
+            return std::string();  // punctuation before any "(": not a kernel
         last = s.substr(b, i - b);
     }
     return std::string();
@@ -250,16 +255,17 @@ struct Kernel {
 std::vector<Kernel> find_kernels(const std::string &s)
 {
     std::vector<Kernel> out;
-    std::vector<int> c_blocks;   // brace depths of open extern "C" { blocks
+    std::vector<int> c_blocks;  // brace depths of open extern "C" { blocks
     int depth = 0;
-    size_t decl_start = 0;       // start of the current declaration
+    size_t decl_start = 0;  // start of the current declaration
     for (size_t i = 0; i < s.size(); ++i) {
         char c = s[i];
         if (c == '{' || c == '}' || c == ';') {
             if (c == '{') {
                 std::string head = trim(s.substr(decl_start, i - decl_start));
                 const std::string ext = "extern \"C\"";
-                if (head.size() >= ext.size() && head.compare(head.size() - ext.size(), ext.size(), ext) == 0)
+                if (head.size() >= ext.size() &&
+                    head.compare(head.size() - ext.size(), ext.size(), ext) == 0)
                     c_blocks.push_back(depth);
                 ++depth;
             } else if (c == '}') {

@@ -32,8 +32,8 @@ struct ProcEntry {
     AnyFn fn;
 };
 
-#define TF_DRIVER_ENTRY(name, version)                   \
-    {#name, version,                                     \
+#define TF_DRIVER_ENTRY(name, version) \
+    {#name, version,                   \
      reinterpret_cast<AnyFn>(static_cast<PFN_##name##_v##version>(&entry::d_##name))},
 static const ProcEntry kEntries[] = {
 #include "driver/driver_entries.inc"
@@ -57,7 +57,8 @@ static AnyFn lookup(const std::string &name, int requested, int *abi_version)
         // Both generations are exported; pick the one the version asks for.
         *abi_version = requested >= 12000 ? 12000 : 11030;
         if (requested >= 12000)
-            return reinterpret_cast<AnyFn>(static_cast<PFN_cuGetProcAddress_v12000>(&cuGetProcAddress_v2));
+            return reinterpret_cast<AnyFn>(
+                static_cast<PFN_cuGetProcAddress_v12000>(&cuGetProcAddress_v2));
         return reinterpret_cast<AnyFn>(static_cast<PFN_cuGetProcAddress_v11030>(&cuGetProcAddress));
     }
     for (const ProcEntry &e : kEntries) {
@@ -81,8 +82,8 @@ static CUresult not_found(void **pfn, CUdriverProcAddressQueryResult *status,
 static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult *status)
 {
-    const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM |
-                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const cuuint64_t known =
+        CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     if (symbol == nullptr || pfn == nullptr || (flags & ~known) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     State &s = state();

@@ -14,15 +14,24 @@ namespace tfd {
 
 static thread_local bool t_in_host_function = false;
 
-bool in_host_function() { return t_in_host_function; }
+bool in_host_function()
+{
+    return t_in_host_function;
+}
 
 namespace {
 
 // Marks the calling thread as running a host function for a scope.
 class HostFunctionScope {
 public:
-    HostFunctionScope() { t_in_host_function = true; }
-    ~HostFunctionScope() { t_in_host_function = false; }
+    HostFunctionScope()
+    {
+        t_in_host_function = true;
+    }
+    ~HostFunctionScope()
+    {
+        t_in_host_function = false;
+    }
     HostFunctionScope(const HostFunctionScope &) = delete;
     HostFunctionScope &operator=(const HostFunctionScope &) = delete;
 };
@@ -76,7 +85,7 @@ void execute(Op &op)
         return;
     Context *c = find_context(op.ctx);
     if (c == nullptr || c->poison != 0)
-        return;   // dropped: a faulted context runs nothing more
+        return;  // dropped: a faulted context runs nothing more
     int rc = 0;
     try {
         if (op.host_function) {
@@ -95,8 +104,14 @@ void execute(Op &op)
 // Marks a queue as running its front op for a scope.
 class Running {
 public:
-    explicit Running(Queue &q) : q_(q) { q_.running = true; }
-    ~Running() { q_.running = false; }
+    explicit Running(Queue &q) : q_(q)
+    {
+        q_.running = true;
+    }
+    ~Running()
+    {
+        q_.running = false;
+    }
     Running(const Running &) = delete;
     Running &operator=(const Running &) = delete;
 
@@ -116,8 +131,8 @@ bool run_front(uint64_t key)
     if (q == nullptr || q->ops.empty() || q->running)
         return false;
     Running running(*q);
-    bool met = q->ops.front().wait_key == 0 ||
-               advance(q->ops.front().wait_key, q->ops.front().wait_seq);
+    bool met =
+        q->ops.front().wait_key == 0 || advance(q->ops.front().wait_key, q->ops.front().wait_seq);
     // Running other streams never adds or removes queues: q is still valid.
     Op op = std::move(q->ops.front());
     q->ops.pop_front();
@@ -164,8 +179,14 @@ void background_main()
 
 // A forked child has no background thread; the mutex is taken around fork()
 // so that the child never inherits it locked by a thread that is gone.
-void before_fork() { state().mu.lock(); }
-void after_fork_parent() { state().mu.unlock(); }
+void before_fork()
+{
+    state().mu.lock();
+}
+void after_fork_parent()
+{
+    state().mu.unlock();
+}
 void after_fork_child()
 {
     state().background_started = false;
@@ -182,7 +203,7 @@ void start_background()
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         fork_handlers = true;
     }
-    std::thread(background_main).detach();   // lives as long as the process
+    std::thread(background_main).detach();  // lives as long as the process
     s.background_started = true;
 }
 
@@ -256,7 +277,8 @@ uint64_t step(uint64_t key, uint64_t n)
 
 // Drain the queues selected by `pick` (their keys are collected first: a
 // drain never adds or removes queues, but keeps the loop simple).
-template <class Pick> static void drain_where(Pick pick)
+template <class Pick>
+static void drain_where(Pick pick)
 {
     std::vector<uint64_t> keys;
     for (const auto &q : state().queues)

@@ -47,23 +47,23 @@ using Clock = std::chrono::steady_clock;
 using OpBody = std::function<int(Context &)>;
 
 struct Op {
-    const char *what = "";         // the entry point that queued it
-    uint64_t ctx = 0;              // context it runs in
-    OpBody body;                   // empty for markers (event records) and waits
-    uint64_t wait_key = 0;         // a wait: stream key ...
-    uint64_t wait_seq = 0;         // ... that must have run this many ops first
-    bool host_function = false;    // runs user code: no driver calls from it
-    Clock::time_point due;         // background mode: run no earlier
+    const char *what = "";       // the entry point that queued it
+    uint64_t ctx = 0;            // context it runs in
+    OpBody body;                 // empty for markers (event records) and waits
+    uint64_t wait_key = 0;       // a wait: stream key ...
+    uint64_t wait_seq = 0;       // ... that must have run this many ops first
+    bool host_function = false;  // runs user code: no driver calls from it
+    Clock::time_point due;       // background mode: run no earlier
 };
 
 struct Queue {
     uint64_t ctx = 0;
-    bool blocking = false;    // a created stream without CU_STREAM_NON_BLOCKING
-    bool legacy = false;      // the context's legacy default stream
-    std::deque<Op> ops;       // queued, not yet run
-    uint64_t enqueued = 0;    // ops ever queued (the last one's sequence number)
-    uint64_t executed = 0;    // ops ever run or dropped
-    bool running = false;     // its front op is being run (see run_front)
+    bool blocking = false;  // a created stream without CU_STREAM_NON_BLOCKING
+    bool legacy = false;    // the context's legacy default stream
+    std::deque<Op> ops;     // queued, not yet run
+    uint64_t enqueued = 0;  // ops ever queued (the last one's sequence number)
+    uint64_t executed = 0;  // ops ever run or dropped
+    bool running = false;   // its front op is being run (see run_front)
 };
 
 // All of the following expect the double's mutex to be held.

@@ -11,7 +11,8 @@
 
 namespace tfd {
 
-template <class E> int raw_enum(const E &e)
+template <class E>
+int raw_enum(const E &e)
 {
     static_assert(sizeof(E) == sizeof(int), "enum is not int-sized");
     int v;

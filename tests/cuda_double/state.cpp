@@ -125,8 +125,14 @@ CUresult need_init()
 // handle, not a pointer, so a destroyed context is simply not found.
 static thread_local uint64_t t_current = 0;
 
-uint64_t current_handle() { return t_current; }
-void set_current_handle(uint64_t ctx) { t_current = ctx; }
+uint64_t current_handle()
+{
+    return t_current;
+}
+void set_current_handle(uint64_t ctx)
+{
+    t_current = ctx;
+}
 
 Context *find_context(uint64_t handle)
 {
@@ -169,7 +175,8 @@ CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key)
 }
 
 // Erase every object of `m` that belongs to context `ctx`, counting them.
-template <class Map> static void reclaim_objects(Map &m, uint64_t ctx, int kind)
+template <class Map>
+static void reclaim_objects(Map &m, uint64_t ctx, int kind)
 {
     State &s = state();
     for (auto it = m.begin(); it != m.end();) {

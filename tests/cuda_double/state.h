@@ -62,18 +62,28 @@ enum class Tag : uint64_t {
 };
 
 uint64_t make_handle(Tag tag);
-inline uint64_t handle_of(const void *p) { return reinterpret_cast<uintptr_t>(p); }
-template <class T> T handle_ptr(uint64_t h) { return reinterpret_cast<T>(static_cast<uintptr_t>(h)); }
+inline uint64_t handle_of(const void *p)
+{
+    return reinterpret_cast<uintptr_t>(p);
+}
+template <class T>
+T handle_ptr(uint64_t h)
+{
+    return reinterpret_cast<T>(static_cast<uintptr_t>(h));
+}
 
 struct Context {
     uint64_t handle = 0;
     int device = 0;
     bool primary = false;
-    int refcount = 0;            // primary contexts only
-    unsigned flags = 0;          // primary context flags (cuDevicePrimaryCtxGetState)
-    int poison = 0;              // sticky error, 0 when healthy
-    std::set<uint64_t> peers;    // contexts this one enabled peer access to
-    bool active() const { return !primary || refcount > 0; }
+    int refcount = 0;          // primary contexts only
+    unsigned flags = 0;        // primary context flags (cuDevicePrimaryCtxGetState)
+    int poison = 0;            // sticky error, 0 when healthy
+    std::set<uint64_t> peers;  // contexts this one enabled peer access to
+    bool active() const
+    {
+        return !primary || refcount > 0;
+    }
 };
 
 struct Stream {
@@ -87,14 +97,14 @@ struct Event {
     uint64_t ctx = 0;
     unsigned flags = 0;
     bool recorded = false;
-    uint64_t stream_key = 0;     // stream of the latest record (see use_stream)
-    uint64_t seq = 0;            // the record's position in that stream
+    uint64_t stream_key = 0;  // stream of the latest record (see use_stream)
+    uint64_t seq = 0;         // the record's position in that stream
 };
 
 struct Module {
     uint64_t ctx = 0;
-    std::set<std::string> entries;               // ".entry" names in the image
-    std::map<std::string, uint64_t> functions;   // name -> function handle
+    std::set<std::string> entries;              // ".entry" names in the image
+    std::map<std::string, uint64_t> functions;  // name -> function handle
 };
 
 enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin };
@@ -108,11 +118,11 @@ struct Function {
 
 struct DeviceAlloc {
     uint64_t size = 0;
-    bool free_queued = false;        // cuMemFreeAsync queued, not run yet
-    unsigned char *host = nullptr;   // backing store
-    size_t mapped = 0;               // bytes mapped for the backing store
+    bool free_queued = false;       // cuMemFreeAsync queued, not run yet
+    unsigned char *host = nullptr;  // backing store
+    size_t mapped = 0;              // bytes mapped for the backing store
     int device = 0;
-    uint64_t ctx = 0;                // 0 for tfd_device_alloc memory (never reclaimed)
+    uint64_t ctx = 0;  // 0 for tfd_device_alloc memory (never reclaimed)
 };
 
 struct HostAlloc {
@@ -122,7 +132,7 @@ struct HostAlloc {
 };
 
 struct FaultRule {
-    std::string entry;       // canonical name or "*"
+    std::string entry;  // canonical name or "*"
     unsigned long nth = 1;
     unsigned long times = 0;
     unsigned long seen = 0;  // matching calls since the rule was made
@@ -131,7 +141,7 @@ struct FaultRule {
 };
 
 struct DeviceConfig {
-    std::map<int, int> attributes;   // overrides
+    std::map<int, int> attributes;  // overrides
     size_t total_mem = kDefaultTotalMem;
     bool peer[kMaxDevices] = {};
 };
@@ -146,11 +156,11 @@ struct State {
     int exec = TFD_EXEC_DEFERRED;
     unsigned long query_progress = 0;
     std::chrono::microseconds background_delay{1000};
-    std::map<uint64_t, Queue> queues;                // by stream key
+    std::map<uint64_t, Queue> queues;  // by stream key
     std::condition_variable_any background_cv;
     bool background_started = false;
     DeviceConfig devices[kMaxDevices];
-    std::map<int, int> all_attributes;   // tfd_set_attribute(-1, ...)
+    std::map<int, int> all_attributes;  // tfd_set_attribute(-1, ...)
 
     std::map<uint64_t, Context> contexts;
     uint64_t primary[kMaxDevices] = {};
@@ -164,9 +174,9 @@ struct State {
     std::map<uint64_t, tfd_cublas_info> cublas;
 
     std::vector<FaultRule> rules;
-    std::map<std::string, unsigned long> delays;     // by entry (tfd_set_entry_delay_us)
+    std::map<std::string, unsigned long> delays;  // by entry (tfd_set_entry_delay_us)
     std::set<std::string> hidden;
-    std::set<std::string> names;                     // interned entry names
+    std::set<std::string> names;  // interned entry names
     std::vector<const char *> log;
     std::unordered_map<std::string, unsigned long> calls;
     std::map<std::string, int> requested_version;
@@ -176,7 +186,7 @@ struct State {
 
     uint64_t next_id = 1;
     uint64_t next_device_addr = kDeviceBase;
-    uint64_t device_used[kMaxDevices] = {};          // bytes allocated per device
+    uint64_t device_used[kMaxDevices] = {};  // bytes allocated per device
 };
 
 // The one instance; never destroyed, so late calls from other threads at
@@ -212,7 +222,8 @@ void clear_entry_delays();
 // of host memory is CUDA_ERROR_OUT_OF_MEMORY.  A host function (queued with
 // cuLaunchHostFunc) must not call the driver, as in CUDA: such a call is
 // CUDA_ERROR_NOT_PERMITTED and not logged.
-template <class Body> CUresult run(const char *entry, Body body) noexcept
+template <class Body>
+CUresult run(const char *entry, Body body) noexcept
 {
     if (in_host_function())
         return CUDA_ERROR_NOT_PERMITTED;
@@ -250,7 +261,10 @@ CUresult need_context(Context **out);
 // the stream for event bookkeeping.
 CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key);
 // Stream key of the default (legacy) stream of a context.
-inline uint64_t legacy_key(uint64_t ctx) { return ctx | 1; }
+inline uint64_t legacy_key(uint64_t ctx)
+{
+    return ctx | 1;
+}
 // Destroy a context's objects (streams, events, modules, driver-made
 // allocations) and forget its poison and peers.  Its streams first run
 // what is queued on them (the ops of a faulted context are dropped).

@@ -58,7 +58,7 @@ static CUresult stream_destroy(CUstream stream)
     State &s = state();
     auto it = s.streams.find(handle_of(stream));
     if (it == s.streams.end())
-        return CUDA_ERROR_INVALID_HANDLE;   // also the default streams
+        return CUDA_ERROR_INVALID_HANDLE;  // also the default streams
     if (it->second.ctx != cur->handle)
         return CUDA_ERROR_INVALID_CONTEXT;
     // CUDA finishes the stream's work after the call returns; the double
@@ -156,7 +156,7 @@ static CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int f
         return CUDA_ERROR_INVALID_VALUE;
     const Event &e = it->second;
     if (!e.recorded || reached(e.stream_key, e.seq))
-        return CUDA_SUCCESS;   // nothing left to wait for
+        return CUDA_SUCCESS;  // nothing left to wait for
     Op op;
     op.what = "cuStreamWaitEvent";
     op.wait_key = e.stream_key;
@@ -213,14 +213,17 @@ static CUresult event_record(CUevent event, CUstream stream)
         return rc;
     Op marker;
     marker.what = "cuEventRecord";
-    uint64_t seq = enqueue(key, cur->handle, std::move(marker));   // runs no event call
+    uint64_t seq = enqueue(key, cur->handle, std::move(marker));  // runs no event call
     e->recorded = true;
     e->stream_key = key;
     e->seq = seq;
     return CUDA_SUCCESS;
 }
 
-static bool event_done(const Event &e) { return !e.recorded || reached(e.stream_key, e.seq); }
+static bool event_done(const Event &e)
+{
+    return !e.recorded || reached(e.stream_key, e.seq);
+}
 
 // With query progress n, the event's stream first runs up to n ops, stopping
 // at the record.

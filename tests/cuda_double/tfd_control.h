@@ -30,12 +30,12 @@ extern "C" {
 enum tfd_kind {
     TFD_STREAMS = 0,
     TFD_EVENTS = 1,
-    TFD_DEVICE_ALLOCS = 2,   /* cuMemAlloc + cuMemAllocAsync */
-    TFD_HOST_ALLOCS = 3,     /* cuMemHostAlloc */
+    TFD_DEVICE_ALLOCS = 2, /* cuMemAlloc + cuMemAllocAsync */
+    TFD_HOST_ALLOCS = 3,   /* cuMemHostAlloc */
     TFD_MODULES = 4,
     TFD_CUBLAS_HANDLES = 5,
     TFD_NVRTC_PROGRAMS = 6,
-    TFD_CONTEXTS = 7,        /* non-primary contexts (tfd_create_context) */
+    TFD_CONTEXTS = 7, /* non-primary contexts (tfd_create_context) */
     TFD_KIND_COUNT = 8
 };
 
@@ -123,7 +123,7 @@ long long tfd_requested_flags(const char *entry);
  * It keeps at most 4194304 entries; later calls are still counted
  * (tfd_calls) but not logged. */
 size_t tfd_log_count(void);
-const char *tfd_log_name(size_t index);          /* NULL past the end */
+const char *tfd_log_name(size_t index); /* NULL past the end */
 /* Comma-joined names of log entries [from, end) into buf (always terminated);
  * returns the length the full string needs. */
 size_t tfd_log_format(char *buf, size_t cap, size_t from);
@@ -138,11 +138,11 @@ long tfd_live(int kind);
 long tfd_reclaimed(int kind);
 /* Retain count of a device's primary context (0: not retained, inactive). */
 int tfd_primary_refcount(int device);
-void *tfd_primary_context(int device);           /* stable handle per device */
-void *tfd_current_context(void);                 /* calling thread's */
-unsigned tfd_stream_flags(void *stream);         /* flags given to cuStreamCreate; ~0u if unknown */
-void *tfd_stream_context(void *stream);          /* NULL if unknown */
-unsigned tfd_host_alloc_flags(void *host_ptr);   /* flags given to cuMemHostAlloc; ~0u if unknown */
+void *tfd_primary_context(int device);         /* stable handle per device */
+void *tfd_current_context(void);               /* calling thread's */
+unsigned tfd_stream_flags(void *stream);       /* flags given to cuStreamCreate; ~0u if unknown */
+void *tfd_stream_context(void *stream);        /* NULL if unknown */
+unsigned tfd_host_alloc_flags(void *host_ptr); /* flags given to cuMemHostAlloc; ~0u if unknown */
 /* The live cuMemHostAlloc allocations in address order: up to `cap` of
  * their addresses and flags (either array may be NULL); returns how many
  * are live. */
@@ -234,13 +234,13 @@ int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
  * memory is CUDA_ERROR_INVALID_VALUE at the call).  tfd_device_read / tfd_device_write bypass the
  * queues: they see device memory as the work run so far left it. */
 enum tfd_execution {
-    TFD_EXEC_SYNC = 0,        /* every op runs as soon as it is queued */
-    TFD_EXEC_DEFERRED = 1,    /* ops run only when their stream is made to
-                               * progress (above); the default */
-    TFD_EXEC_BACKGROUND = 2   /* deferred, and a thread of the double also
-                               * runs each op once it is the background delay
-                               * old (so host code that spins on page-locked
-                               * memory sees it change without a sync call) */
+    TFD_EXEC_SYNC = 0,      /* every op runs as soon as it is queued */
+    TFD_EXEC_DEFERRED = 1,  /* ops run only when their stream is made to
+                             * progress (above); the default */
+    TFD_EXEC_BACKGROUND = 2 /* deferred, and a thread of the double also
+                             * runs each op once it is the background delay
+                             * old (so host code that spins on page-locked
+                             * memory sees it change without a sync call) */
 };
 /* Switch modes; unknown values are ignored.  Work already queued stays
  * queued when switching to TFD_EXEC_SYNC: it runs, in order, before the
@@ -274,14 +274,14 @@ void tfd_complete_all(void);
 
 /* What the double knows about a cuBLAS handle. */
 struct tfd_cublas_info {
-    void *context;          /* context current at cublasCreate */
-    void *stream;           /* cublasSetStream (NULL: default stream) */
-    int pointer_mode;       /* cublasPointerMode_t */
-    void *workspace;        /* cublasSetWorkspace */
+    void *context;    /* context current at cublasCreate */
+    void *stream;     /* cublasSetStream (NULL: default stream) */
+    int pointer_mode; /* cublasPointerMode_t */
+    void *workspace;  /* cublasSetWorkspace */
     size_t workspace_size;
-    void *last_stream;      /* stream the latest GEMM was queued on */
-    unsigned long gemms;    /* GEMMs queued with this handle (they run
-                             * when the stream runs them) */
+    void *last_stream;   /* stream the latest GEMM was queued on */
+    unsigned long gemms; /* GEMMs queued with this handle (they run
+                          * when the stream runs them) */
 };
 /* Copy the record of `handle` into *out; 0 on success, -1 if unknown. */
 int tfd_cublas_get(void *handle, struct tfd_cublas_info *out);

@@ -128,7 +128,8 @@ struct Harness {
             case 2: release_one(); break;
             case 3: {
                 tf_runtime *bound = nullptr;
-                tf_status st = tf_runtime_bind_slot(rt, static_cast<int32_t>(in.next(12)) - 2, &bound);
+                tf_status st =
+                    tf_runtime_bind_slot(rt, static_cast<int32_t>(in.next(12)) - 2, &bound);
                 check(st);
                 if (st == TF_OK) owned.push_back(bound);
                 break;
@@ -152,7 +153,9 @@ struct Harness {
                 break;
             }
             case 9: D->tfd_clear_faults(); break;
-            case 10: if (rt) queries(rt); break;
+            case 10:
+                if (rt) queries(rt);
+                break;
             case 11: {
                 int32_t n = 0;
                 tf_device_properties props;

@@ -45,7 +45,8 @@ static int hold_primary_context(void) {
     *(void **)&gpa = dlsym(cuda, "cuGetProcAddress_v2");
     if (!gpa || gpa("cuInit", (void **)&init, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) ||
         gpa("cuDeviceGet", (void **)&get, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) ||
-        gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 7000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL))
+        gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 7000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+            NULL))
         return 1;
     return init(0) || get(&dev, 0) || retain(&ctx, dev);
 }
@@ -102,7 +103,8 @@ int main(int argc, char **argv) {
         if (i == 9) after_warmup = resident_kib();
     }
     after_all = resident_kib();
-    printf("resident after 10 cycles: %ld KiB, after %d: %ld KiB\n", after_warmup, cycles, after_all);
+    printf("resident after 10 cycles: %ld KiB, after %d: %ld KiB\n", after_warmup, cycles,
+           after_all);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     /* Sanitizers keep freed memory in quarantine: resident size says nothing. */
     return 0;

@@ -22,8 +22,8 @@
 #include <tenferro_gpu.h>
 
 static int failed(const char *what) {
-    fprintf(stderr, "consumer: %s failed: %s: %s\n", what,
-            tf_status_string(tf_last_error_status()), tf_last_error_message());
+    fprintf(stderr, "consumer: %s failed: %s: %s\n", what, tf_status_string(tf_last_error_status()),
+            tf_last_error_message());
     return 1;
 }
 

@@ -35,7 +35,8 @@ static int open_and_resolve(const char *soname, const char *symbols_path, int mo
 
     lib = dlopen(soname, mode | RTLD_LOCAL);
     if (!lib) {
-        fprintf(stderr, "dlopen_all: dlopen(%s, %s | RTLD_LOCAL): %s\n", soname, mode_name, dlerror());
+        fprintf(stderr, "dlopen_all: dlopen(%s, %s | RTLD_LOCAL): %s\n", soname, mode_name,
+                dlerror());
         return 1;
     }
     symbols = fopen(symbols_path, "r");
@@ -49,13 +50,15 @@ static int open_and_resolve(const char *soname, const char *symbols_path, int mo
         if (!line[0]) continue;
         dlerror();
         if (!dlsym(lib, line)) {
-            fprintf(stderr, "dlopen_all: %s: %s does not resolve: %s\n", mode_name, line, dlerror());
+            fprintf(stderr, "dlopen_all: %s: %s does not resolve: %s\n", mode_name, line,
+                    dlerror());
             fclose(symbols);
             dlclose(lib);
             return 1;
         }
         if (dlsym(RTLD_DEFAULT, line)) {
-            fprintf(stderr, "dlopen_all: %s leaked into the global scope despite RTLD_LOCAL\n", line);
+            fprintf(stderr, "dlopen_all: %s leaked into the global scope despite RTLD_LOCAL\n",
+                    line);
             fclose(symbols);
             dlclose(lib);
             return 1;

@@ -23,8 +23,9 @@ void launch_and_check(World &w, tf_runtime *h, WorkerBuffers &b, void *fn, Rng &
         uint32_t got;
         std::memcpy(&got, b.host.data() + 4 * i, 4);
         if (got != value)
-            return mismatch(w, "verify kernel", "word " + std::to_string(i) + " of " +
-                                                    std::to_string(n) + " not filled");
+            return mismatch(
+                w, "verify kernel",
+                "word " + std::to_string(i) + " of " + std::to_string(n) + " not filled");
     }
 }
 
@@ -41,9 +42,8 @@ int32_t gemm(void *handle, void *, void *user_data) {
     static const float one = 1.0f, zero = 0.0f;  // read during the call (host pointer mode)
     const float *alpha = g->device_mode ? reinterpret_cast<const float *>(g->alpha) : &one;
     const float *beta = g->device_mode ? reinterpret_cast<const float *>(g->beta) : &zero;
-    return g->w->sgemm(handle, 0, 0, kDim, kDim, kDim, alpha,
-                       reinterpret_cast<const float *>(g->a), kDim,
-                       reinterpret_cast<const float *>(g->b), kDim, beta,
+    return g->w->sgemm(handle, 0, 0, kDim, kDim, kDim, alpha, reinterpret_cast<const float *>(g->a),
+                       kDim, reinterpret_cast<const float *>(g->b), kDim, beta,
                        reinterpret_cast<float *>(g->c), kDim);
 }
 
@@ -84,8 +84,13 @@ void sgemm_and_check(World &w, tf_runtime *h, uint64_t mats, Rng &rng, bool devi
     float ab[2 * kDim * kDim];
     for (float &x : ab) x = static_cast<float>(rng.below(4));
     if (!ok(w, "tf_upload", tf_upload(h, ab, mats, sizeof ab))) return;
-    Gemm g{&w, mats, mats + kMat, mats + 2 * kMat, mats + kAlphaOffset,
-           mats + kAlphaOffset + sizeof(float), device_mode};
+    Gemm g{&w,
+           mats,
+           mats + kMat,
+           mats + 2 * kMat,
+           mats + kAlphaOffset,
+           mats + kAlphaOffset + sizeof(float),
+           device_mode};
     const int32_t mode = device_mode ? TF_CUBLAS_POINTER_MODE_DEVICE : TF_CUBLAS_POINTER_MODE_HOST;
     if (!ok(w, "tf_cublas_enqueue", tf_cublas_enqueue(h, mode, gemm, &g))) return;
     if (rng.below(4) != 0) return;
@@ -97,8 +102,8 @@ void sgemm_and_check(World &w, tf_runtime *h, uint64_t mats, Rng &rng, bool devi
             float want = 0;
             for (int k = 0; k < kDim; ++k) want += a[i + k * kDim] * b[k + j * kDim];
             if (c[i + j * kDim] != want)
-                return mismatch(w, "verify sgemm", "C(" + std::to_string(i) + "," +
-                                                       std::to_string(j) + ") is wrong");
+                return mismatch(w, "verify sgemm",
+                                "C(" + std::to_string(i) + "," + std::to_string(j) + ") is wrong");
         }
 }
 
@@ -108,8 +113,7 @@ void retire_workspace(World &w, tf_runtime *h, Tally *tally, size_t bytes) {
     // Accepted: the release runs exactly once, now (barrier) or later.
     tally->accepted.fetch_add(1);
     if (!ok(w, "tf_workspace_retire",
-            tf_workspace_retire(h, reinterpret_cast<void *>(ws.p), release_workspace,
-                                tally)))
+            tf_workspace_retire(h, reinterpret_cast<void *>(ws.p), release_workspace, tally)))
         tally->accepted.fetch_sub(1);  // never released: the workspace leaks (counted as an error)
 }
 

@@ -41,52 +41,36 @@ static PFN_cuMemFree_v3020 real_mem_free;
 static PFN_cuMemAllocAsync_v11020 real_mem_alloc_async;
 static PFN_cuMemFreeAsync_v11020 real_mem_free_async;
 
-static CUresult counted(CUresult r, int kind, long delta)
-{
-    if (r == CUDA_SUCCESS)
-        atomic_fetch_add(&g_live[kind], delta);
+static CUresult counted(CUresult r, int kind, long delta) {
+    if (r == CUDA_SUCCESS) atomic_fetch_add(&g_live[kind], delta);
     return r;
 }
 
-static CUresult w_stream_create(CUstream *s, unsigned flags)
-{
+static CUresult w_stream_create(CUstream *s, unsigned flags) {
     return counted(real_stream_create(s, flags), K_STREAMS, 1);
 }
-static CUresult w_stream_destroy(CUstream s)
-{
+static CUresult w_stream_destroy(CUstream s) {
     return counted(real_stream_destroy(s), K_STREAMS, -1);
 }
-static CUresult w_event_create(CUevent *e, unsigned flags)
-{
+static CUresult w_event_create(CUevent *e, unsigned flags) {
     return counted(real_event_create(e, flags), K_EVENTS, 1);
 }
-static CUresult w_event_destroy(CUevent e)
-{
-    return counted(real_event_destroy(e), K_EVENTS, -1);
-}
-static CUresult w_host_alloc(void **p, size_t bytes, unsigned flags)
-{
+static CUresult w_event_destroy(CUevent e) { return counted(real_event_destroy(e), K_EVENTS, -1); }
+static CUresult w_host_alloc(void **p, size_t bytes, unsigned flags) {
     return counted(real_host_alloc(p, bytes, flags), K_HOST_ALLOCS, 1);
 }
-static CUresult w_free_host(void *p)
-{
-    return counted(real_free_host(p), K_HOST_ALLOCS, -1);
-}
-static CUresult w_mem_alloc(CUdeviceptr *p, size_t bytes)
-{
+static CUresult w_free_host(void *p) { return counted(real_free_host(p), K_HOST_ALLOCS, -1); }
+static CUresult w_mem_alloc(CUdeviceptr *p, size_t bytes) {
     return counted(real_mem_alloc(p, bytes), K_DEVICE_ALLOCS, 1);
 }
-static CUresult w_mem_free(CUdeviceptr p)
-{
+static CUresult w_mem_free(CUdeviceptr p) {
     /* Freeing 0 is a successful no-op of the driver, not a release. */
     return counted(real_mem_free(p), K_DEVICE_ALLOCS, p ? -1 : 0);
 }
-static CUresult w_mem_alloc_async(CUdeviceptr *p, size_t bytes, CUstream s)
-{
+static CUresult w_mem_alloc_async(CUdeviceptr *p, size_t bytes, CUstream s) {
     return counted(real_mem_alloc_async(p, bytes, s), K_DEVICE_ALLOCS, 1);
 }
-static CUresult w_mem_free_async(CUdeviceptr p, CUstream s)
-{
+static CUresult w_mem_free_async(CUdeviceptr p, CUstream s) {
     return counted(real_mem_free_async(p, s), K_DEVICE_ALLOCS, p ? -1 : 0);
 }
 
@@ -97,11 +81,12 @@ typedef void (*any_fn)(void);
 _Static_assert(sizeof(any_fn) == sizeof(void *), "function and object pointers differ in size");
 struct wrap {
     const char *name;
-    void *real_slot;  /* the address of one of the real_* pointers above */
+    void *real_slot; /* the address of one of the real_* pointers above */
     any_fn wrapper;
 };
 
-#define WRAP(name, slot, fn) {name, (void *)&slot, (any_fn)(fn)}
+#define WRAP(name, slot, fn) \
+    { name, (void *)&slot, (any_fn)(fn) }
 static const struct wrap g_wraps[] = {
     WRAP("cuStreamCreate", real_stream_create, w_stream_create),
     WRAP("cuStreamDestroy", real_stream_destroy, w_stream_destroy),
@@ -115,25 +100,20 @@ static const struct wrap g_wraps[] = {
     WRAP("cuMemFreeAsync", real_mem_free_async, w_mem_free_async),
 };
 
-static void load_real(void)
-{
+static void load_real(void) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     void *gpa = h ? dlsym(h, "cuGetProcAddress_v2") : NULL;
     memcpy(&g_real_gpa, &gpa, sizeof gpa);
 }
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version,
-                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
-{
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
     pthread_once(&g_once, load_real);
-    if (!g_real_gpa)
-        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!g_real_gpa) return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = g_real_gpa(symbol, pfn, cuda_version, flags, status);
-    if (r != CUDA_SUCCESS || !symbol || !pfn || !*pfn)
-        return r;
+    if (r != CUDA_SUCCESS || !symbol || !pfn || !*pfn) return r;
     for (size_t i = 0; i < sizeof g_wraps / sizeof g_wraps[0]; ++i) {
-        if (strcmp(symbol, g_wraps[i].name) != 0)
-            continue;
+        if (strcmp(symbol, g_wraps[i].name) != 0) continue;
         /* The library asks for each entry once, before any call. */
         memcpy(g_wraps[i].real_slot, pfn, sizeof *pfn);
         memcpy(pfn, &g_wraps[i].wrapper, sizeof *pfn);
@@ -145,7 +125,6 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_ver
 /* What the library holds through this shim now, by kind: 0 streams,
  * 1 events, 2 page-locked host allocations, 3 device allocations; -1 for
  * an unknown kind. */
-EXPORT long tfcd_live(int kind)
-{
+EXPORT long tfcd_live(int kind) {
     return kind >= 0 && kind < K_KINDS ? atomic_load(&g_live[kind]) : -1;
 }

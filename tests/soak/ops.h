@@ -12,13 +12,14 @@
 
 namespace soak {
 
-constexpr size_t kSmall = 4096;             // device buffers for small copies and kernels
-constexpr size_t kBig = size_t(1) << 20;    // staged downloads: up to 1 MiB
-constexpr size_t kStagedAbove = size_t(64) << 10;  // the library stages pageable downloads above this
+constexpr size_t kSmall = 4096;           // device buffers for small copies and kernels
+constexpr size_t kBig = size_t(1) << 20;  // staged downloads: up to 1 MiB
+constexpr size_t kStagedAbove = size_t(64)
+                                << 10;  // the library stages pageable downloads above this
 constexpr size_t kPinned = size_t(256) << 10;
-constexpr int kDim = 8;                     // SGEMM: 8 x 8 matrices
+constexpr int kDim = 8;  // SGEMM: 8 x 8 matrices
 constexpr size_t kMat = kDim * kDim * sizeof(float);
-constexpr size_t kAlphaOffset = 3 * kMat;   // A, B, C, then alpha and beta
+constexpr size_t kAlphaOffset = 3 * kMat;  // A, B, C, then alpha and beta
 constexpr size_t kMatBytes = 3 * kMat + 2 * sizeof(float);
 
 // A worker's own memory on the shared runtime (made at its start, used from
@@ -52,9 +53,9 @@ void download_and_check(World &w, tf_runtime *h, WorkerBuffers &b, uint64_t src,
     if (!ok(w, "tf_download", tf_download(h, src, b.host.data(), n))) return;
     for (size_t i = 0; i < n; ++i)
         if (b.host[i] != expect(i))
-            return mismatch(w, "verify download", std::string(what) + ": byte " +
-                                                      std::to_string(i) + " of " +
-                                                      std::to_string(n) + " differs");
+            return mismatch(w, "verify download",
+                            std::string(what) + ": byte " + std::to_string(i) + " of " +
+                                std::to_string(n) + " differs");
 }
 
 // Launches `fn` (tfd_fill_u32) over b.small through h and checks the words.

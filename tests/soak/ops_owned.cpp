@@ -24,8 +24,8 @@ void staged(Owned &o) {
     const size_t n = kStagedAbove + 1 + o.rng.below(static_cast<uint32_t>(kBig - kStagedAbove - 1));
     fill_pattern(o.b.expect.data(), n, static_cast<uint32_t>(o.rng.next()));
     if (!ok(o.w, "tf_upload", tf_upload(o.rt, o.b.expect.data(), o.big, n))) return;
-    download_and_check(o.w, o.rt, o.b, o.big, n, [&](size_t i) { return o.b.expect[i]; },
-                       "owned staged");
+    download_and_check(
+        o.w, o.rt, o.b, o.big, n, [&](size_t i) { return o.b.expect[i]; }, "owned staged");
 }
 
 // The fill kernel from PTX, or (one time in four, when NVRTC is there) from
@@ -97,8 +97,8 @@ void peer(Owned &o) {
     fill_pattern(o.b.expect.data(), n, static_cast<uint32_t>(o.rng.next()));
     if (!ok(o.w, "tf_upload", tf_upload(o.rt, o.b.expect.data(), o.big, n))) return;
     if (!ok(o.w, "tf_peer_copy", tf_peer_copy(o.rt, o.big, o.w.shared, o.b.small2, n))) return;
-    download_and_check(o.w, o.rt, o.b, o.b.small2, n, [&](size_t i) { return o.b.expect[i]; },
-                       "owned peer copy");
+    download_and_check(
+        o.w, o.rt, o.b, o.b.small2, n, [&](size_t i) { return o.b.expect[i]; }, "owned peer copy");
 }
 
 void use(Owned &o, Tally &tally) {

@@ -39,7 +39,8 @@ WorkerBuffers *make_worker_buffers(World &w) {
                 ok(w, "tf_alloc", tf_alloc(w.shared, kBig, &b->big)) &&
                 ok(w, "tf_alloc", tf_alloc(w.shared, kMatBytes, &b->mats));
     HostAlloc pinned{&w, nullptr};
-    if (good && ok(w, "tf_with_context (cuMemHostAlloc)", tf_with_context(w.shared, host_alloc, &pinned)))
+    if (good &&
+        ok(w, "tf_with_context (cuMemHostAlloc)", tf_with_context(w.shared, host_alloc, &pinned)))
         b->pinned = pinned.p;
     // alpha = 1 and beta = 0 for SGEMM in device pointer mode.
     const float scalars[2] = {1.0f, 0.0f};
@@ -50,9 +51,11 @@ WorkerBuffers *make_worker_buffers(World &w) {
 
 void free_worker_buffers(World &w, WorkerBuffers *b) {
     ok(w, "tf_runtime_sync", tf_runtime_sync(w.shared));
-    for (uint64_t p : {b->small, b->small2, b->big, b->mats}) ok(w, "tf_free", tf_free(w.shared, p));
+    for (uint64_t p : {b->small, b->small2, b->big, b->mats})
+        ok(w, "tf_free", tf_free(w.shared, p));
     HostAlloc pinned{&w, b->pinned};
-    if (b->pinned) ok(w, "tf_with_context (cuMemFreeHost)", tf_with_context(w.shared, host_free, &pinned));
+    if (b->pinned)
+        ok(w, "tf_with_context (cuMemFreeHost)", tf_with_context(w.shared, host_free, &pinned));
     delete b;
 }
 
@@ -76,7 +79,8 @@ void with_context(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     if (!ok(w, "tf_runtime_stream", tf_runtime_stream(h, &m.stream))) return;
     if (!ok(w, "tf_with_context", tf_with_context(h, own_memset, &m))) return;
     if (!m.in_primary) mismatch(w, "with_context", "the primary context was not current");
-    download_and_check(w, h, b, b.small, m.n, [&](size_t) { return m.value; }, "own work");
+    download_and_check(
+        w, h, b, b.small, m.n, [&](size_t) { return m.value; }, "own work");
 }
 
 void check_stream(World &w, int32_t slot, void *stream) {
@@ -111,11 +115,13 @@ void stream_enqueue(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     const size_t off = rng.below(static_cast<uint32_t>(kSmall - len));
     if (!ok(w, "tf_download_scalar", tf_download_scalar(h, b.small2 + off, got, len))) return;
     for (size_t i = 0; i < len; ++i)
-        if (got[i] != m.value) return mismatch(w, "verify scalar", "a byte differs from the memset");
+        if (got[i] != m.value)
+            return mismatch(w, "verify scalar", "a byte differs from the memset");
 }
 
 void slot_wait(World &w, Rng &rng, tf_runtime *h) {
-    ok(w, "tf_slot_wait", tf_slot_wait(h, static_cast<int32_t>(rng.below(static_cast<uint32_t>(w.slots)))));
+    ok(w, "tf_slot_wait",
+       tf_slot_wait(h, static_cast<int32_t>(rng.below(static_cast<uint32_t>(w.slots)))));
 }
 
 void events(World &w, Rng &rng, tf_runtime *h) {
@@ -170,7 +176,8 @@ void transfer_small(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
         fill_pattern(b.expect.data(), n, seed);
         if (ok(w, "tf_upload", tf_upload(h, b.expect.data(), d1, n)) &&
             ok(w, "tf_copy", tf_copy(h, d1, d2, n))) {
-            download_and_check(w, h, b, d2, n, [&](size_t i) { return b.expect[i]; }, "copy");
+            download_and_check(
+                w, h, b, d2, n, [&](size_t i) { return b.expect[i]; }, "copy");
             unsigned char got[TF_SCALAR_DOWNLOAD_MAX_BYTES];
             const size_t len = n < sizeof got ? n : sizeof got;
             if (ok(w, "tf_download_scalar", tf_download_scalar(h, d2, got, len)) &&
@@ -187,7 +194,8 @@ void transfer_staged(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     const uint32_t seed = static_cast<uint32_t>(rng.next());
     fill_pattern(b.expect.data(), n, seed);
     if (!ok(w, "tf_upload", tf_upload(h, b.expect.data(), b.big, n))) return;
-    download_and_check(w, h, b, b.big, n, [&](size_t i) { return b.expect[i]; }, "staged");
+    download_and_check(
+        w, h, b, b.big, n, [&](size_t i) { return b.expect[i]; }, "staged");
 }
 
 void transfer_pinned(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
@@ -212,7 +220,8 @@ void peer(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     fill_pattern(b.expect.data(), n, static_cast<uint32_t>(rng.next()));
     if (!ok(w, "tf_upload", tf_upload(h, b.expect.data(), b.small, n))) return;
     if (!ok(w, "tf_peer_copy", tf_peer_copy(h, b.small, w.shared, b.small2, n))) return;
-    download_and_check(w, h, b, b.small2, n, [&](size_t i) { return b.expect[i]; }, "peer copy");
+    download_and_check(
+        w, h, b, b.small2, n, [&](size_t i) { return b.expect[i]; }, "peer copy");
 }
 
 void retire(World &w, Rng &rng, tf_runtime *h) {
@@ -241,11 +250,13 @@ void handles(World &w, Rng &rng, tf_runtime *h) {
         ok(w, "tf_runtime_allocation_domain", tf_runtime_allocation_domain(w.shared, &dom_b)) &&
         dom_a != dom_b)
         mismatch(w, "allocation domain", "a bound handle has another domain");
-    if (ok(w, "tf_runtime_primary_context", tf_runtime_primary_context(h, &ctx)) && ctx != w.primary)
+    if (ok(w, "tf_runtime_primary_context", tf_runtime_primary_context(h, &ctx)) &&
+        ctx != w.primary)
         mismatch(w, "primary context", "changed");
     if (ok(w, "tf_runtime_slot_count", tf_runtime_slot_count(h, &count)) && count != w.slots)
         mismatch(w, "slot count", "changed");
-    ok(w, "tf_runtime_supports", tf_runtime_supports(h, 1 + static_cast<int32_t>(rng.below(7)), &supported));
+    ok(w, "tf_runtime_supports",
+       tf_runtime_supports(h, 1 + static_cast<int32_t>(rng.below(7)), &supported));
     tf_device_properties info;
     tf_device_properties_init(&info, sizeof info);
     ok(w, "tf_runtime_device_info", tf_runtime_device_info(h, &info));
@@ -268,9 +279,11 @@ void fill_pattern(unsigned char *p, size_t n, uint32_t seed) {
 tf_runtime *bind_random(World &w, Rng &rng) {
     const int32_t slot = static_cast<int32_t>(rng.below(static_cast<uint32_t>(w.slots)));
     tf_runtime *bound = nullptr;
-    if (!ok(w, "tf_runtime_bind_slot", tf_runtime_bind_slot(w.shared, slot, &bound))) return nullptr;
+    if (!ok(w, "tf_runtime_bind_slot", tf_runtime_bind_slot(w.shared, slot, &bound)))
+        return nullptr;
     int32_t current = -1;
-    if (ok(w, "tf_runtime_current_slot", tf_runtime_current_slot(bound, &current)) && current != slot)
+    if (ok(w, "tf_runtime_current_slot", tf_runtime_current_slot(bound, &current)) &&
+        current != slot)
         mismatch(w, "bound slot", "a bound handle reports another slot");
     return bound;
 }
@@ -289,8 +302,9 @@ void prime_slots(World &w) {
         ok(w, "tf_download", tf_download(h, src, host.data(), host.size()));  // ring, copy threads
         if (w.sgemm)  // the slot's cuBLAS handle
             ok(w, "tf_cublas_enqueue",
-               tf_cublas_enqueue(h, TF_CUBLAS_POINTER_MODE_HOST,
-                                 [](void *, void *, void *) -> int32_t { return 0; }, nullptr));
+               tf_cublas_enqueue(
+                   h, TF_CUBLAS_POINTER_MODE_HOST,
+                   [](void *, void *, void *) -> int32_t { return 0; }, nullptr));
     }
     // Each slot's order event is made when another slot first waits for it.
     for (int32_t s = 0; s < w.slots && w.slots > 1; ++s)
@@ -306,12 +320,13 @@ void shared_iteration(World &w, WorkerBuffers &b, Rng &rng) {
     tf_runtime *bound = rng.below(4) == 0 ? bind_random(w, rng) : nullptr;
     tf_runtime *h = bound ? bound : w.shared;
     // Weights: cheap calls often, compiles and module loads rarely.
-    static const int kMix[] = {K_WITH_CONTEXT, K_WITH_CONTEXT, K_STREAMS, K_STREAMS, K_SYNC,
-                               K_SGEMM, K_SGEMM, K_SGEMM, K_STREAM_ENQUEUE, K_STREAM_ENQUEUE,
-                               K_SLOT_WAIT, K_SLOT_WAIT, K_EVENTS, K_EVENTS, K_KERNEL, K_KERNEL,
-                               K_MODULE, K_TRANSFER_SMALL, K_TRANSFER_SMALL, K_TRANSFER_STAGED,
-                               K_TRANSFER_PINNED, K_PEER, K_RETIRE, K_RETIRE, K_HANDLES,
-                               K_HANDLES};
+    static const int kMix[] = {
+        K_WITH_CONTEXT,    K_WITH_CONTEXT, K_STREAMS,        K_STREAMS,        K_SYNC,
+        K_SGEMM,           K_SGEMM,        K_SGEMM,          K_STREAM_ENQUEUE, K_STREAM_ENQUEUE,
+        K_SLOT_WAIT,       K_SLOT_WAIT,    K_EVENTS,         K_EVENTS,         K_KERNEL,
+        K_KERNEL,          K_MODULE,       K_TRANSFER_SMALL, K_TRANSFER_SMALL, K_TRANSFER_STAGED,
+        K_TRANSFER_PINNED, K_PEER,         K_RETIRE,         K_RETIRE,         K_HANDLES,
+        K_HANDLES};
     const int kind = kMix[rng.below(sizeof kMix / sizeof kMix[0])];
     w.ops[kind].fetch_add(1, std::memory_order_relaxed);
     switch (kind) {

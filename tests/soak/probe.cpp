@@ -69,8 +69,8 @@ Sample take_sample(World &w, double t) {
     if (s.retire.in_flight != 0 || w.shared_tally.accepted.load() != w.shared_tally.released.load())
         mismatch(w, "retirement accounting",
                  "after syncing every slot: in_flight " + std::to_string(s.retire.in_flight) +
-                     ", accepted " + std::to_string(w.shared_tally.accepted.load()) + ", released " +
-                     std::to_string(w.shared_tally.released.load()));
+                     ", accepted " + std::to_string(w.shared_tally.accepted.load()) +
+                     ", released " + std::to_string(w.shared_tally.released.load()));
     if (s.retire.leaked != 0)
         mismatch(w, "retirement accounting", std::to_string(s.retire.leaked) + " leaked");
     if (w.raw.cuMemGetInfo) {
@@ -91,25 +91,28 @@ Sample take_sample(World &w, double t) {
 
 void print_sample(const char *label, const Sample &s) {
     std::printf("sample %-6s t=%6.1fs  ops %ld  errors %ld\n", label, s.t, s.ops, s.errors);
-    std::printf("  process: rss %.1f MiB, threads %ld (tf-download %ld), fds %ld", s.rss_kib / 1024.0,
-                s.threads, s.copy_threads, s.fds);
+    std::printf("  process: rss %.1f MiB, threads %ld (tf-download %ld), fds %ld",
+                s.rss_kib / 1024.0, s.threads, s.copy_threads, s.fds);
     if (s.device_used_mib >= 0)
         std::printf(", device memory in use %ld MiB (cuMemGetInfo)\n", s.device_used_mib);
     else
         std::printf(", device memory in use: n/a (the driver has no cuMemGetInfo)\n");
     if (s.shim[0] >= 0)
-        std::printf("  library through the counting shim: streams %ld, events %ld, page-locked %ld, "
-                    "device allocations %ld\n",
-                    s.shim[0], s.shim[1], s.shim[2], s.shim[3]);
+        std::printf(
+            "  library through the counting shim: streams %ld, events %ld, page-locked %ld, "
+            "device allocations %ld\n",
+            s.shim[0], s.shim[1], s.shim[2], s.shim[3]);
     if (s.dbl[0] >= 0)
-        std::printf("  driver double (tfd_live): streams %ld, events %ld, device allocations %ld, "
-                    "page-locked %ld, modules %ld, cuBLAS handles %ld, NVRTC programs %ld\n",
-                    s.dbl[0], s.dbl[1], s.dbl[2], s.dbl[3], s.dbl[4], s.dbl[5], s.dbl[6]);
-    std::printf("  shared runtime's retirements: deferred %llu, released %llu, barrier fallbacks "
-                "%llu, leaked %llu, in flight %llu (most %llu)\n",
-                (unsigned long long)s.retire.deferred, (unsigned long long)s.retire.released,
-                (unsigned long long)s.retire.barrier_fallbacks, (unsigned long long)s.retire.leaked,
-                (unsigned long long)s.retire.in_flight, (unsigned long long)s.retire.max_in_flight);
+        std::printf(
+            "  driver double (tfd_live): streams %ld, events %ld, device allocations %ld, "
+            "page-locked %ld, modules %ld, cuBLAS handles %ld, NVRTC programs %ld\n",
+            s.dbl[0], s.dbl[1], s.dbl[2], s.dbl[3], s.dbl[4], s.dbl[5], s.dbl[6]);
+    std::printf(
+        "  shared runtime's retirements: deferred %llu, released %llu, barrier fallbacks "
+        "%llu, leaked %llu, in flight %llu (most %llu)\n",
+        (unsigned long long)s.retire.deferred, (unsigned long long)s.retire.released,
+        (unsigned long long)s.retire.barrier_fallbacks, (unsigned long long)s.retire.leaked,
+        (unsigned long long)s.retire.in_flight, (unsigned long long)s.retire.max_in_flight);
     std::fflush(stdout);
 }
 

@@ -39,12 +39,18 @@ bool parse(int argc, char **argv, Options *o) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
         if (!v) return false;
-        if (!std::strcmp(a, "--threads")) o->threads = std::atoi(v);
-        else if (!std::strcmp(a, "--seconds")) o->seconds = std::atof(v);
-        else if (!std::strcmp(a, "--warmup")) o->warmup = std::atof(v);
-        else if (!std::strcmp(a, "--rss-tolerance-mib")) o->rss_tolerance_mib = std::atof(v);
-        else if (!std::strcmp(a, "--device-tolerance-mib")) o->device_tolerance_mib = std::atof(v);
-        else return false;
+        if (!std::strcmp(a, "--threads"))
+            o->threads = std::atoi(v);
+        else if (!std::strcmp(a, "--seconds"))
+            o->seconds = std::atof(v);
+        else if (!std::strcmp(a, "--warmup"))
+            o->warmup = std::atof(v);
+        else if (!std::strcmp(a, "--rss-tolerance-mib"))
+            o->rss_tolerance_mib = std::atof(v);
+        else if (!std::strcmp(a, "--device-tolerance-mib"))
+            o->device_tolerance_mib = std::atof(v);
+        else
+            return false;
         ++i;
     }
     if (o->warmup < 0) o->warmup = std::min(60.0, std::max(2.0, o->seconds / 6));
@@ -78,16 +84,20 @@ bool set_up(World &w) {
         ok(w, "tf_module_function", tf_module_function(w.module, "tfd_fill_u32", &w.fill));
     void *fn = nullptr;
     tf_status st = tf_cublas_symbol("cublasSgemm_v2", &fn);
-    if (st == TF_OK) w.sgemm = reinterpret_cast<SgemmFn>(fn);
+    if (st == TF_OK)
+        w.sgemm = reinterpret_cast<SgemmFn>(fn);
     else if (st == TF_ERROR_LIBRARY_NOT_FOUND)
         std::printf("cuBLAS not found: SGEMM is skipped (%s)\n", tf_last_error_message());
-    else ok(w, "tf_cublas_symbol", st);
+    else
+        ok(w, "tf_cublas_symbol", st);
     tf_program *prog = nullptr;
     st = tf_program_compile(w.shared, kFillSource, nullptr, &prog);
     w.nvrtc = st == TF_OK;
     if (st == TF_ERROR_LIBRARY_NOT_FOUND)
-        std::printf("NVRTC not found: run-time compilation is skipped (%s)\n", tf_last_error_message());
-    else ok(w, "tf_program_compile", st);
+        std::printf("NVRTC not found: run-time compilation is skipped (%s)\n",
+                    tf_last_error_message());
+    else
+        ok(w, "tf_program_compile", st);
     tf_program_release(prog);
     prime_slots(w);
     return w.fill != nullptr;
@@ -108,8 +118,10 @@ void worker(World &w, int index) {
             }
             if (w.stop) break;
         }
-        if (owner) owned_iteration(w, *b, rng);
-        else shared_iteration(w, *b, rng);
+        if (owner)
+            owned_iteration(w, *b, rng);
+        else
+            shared_iteration(w, *b, rng);
         // No call may leave this thread's context changed (it has none).
         CUcontext current = nullptr;
         if (w.raw.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr)
@@ -118,9 +130,7 @@ void worker(World &w, int index) {
     free_worker_buffers(w, b);
 }
 
-double since(clk::time_point t0) {
-    return std::chrono::duration<double>(clk::now() - t0).count();
-}
+double since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
 // Pauses every worker between iterations, measures, and (unless last) resumes.
 Sample quiesce(World &w, clk::time_point t0, bool last) {
@@ -129,9 +139,10 @@ Sample quiesce(World &w, clk::time_point t0, bool last) {
     // An iteration takes milliseconds; one that has not ended after two
     // minutes is a hang, and the process cannot be wound down.
     if (!w.cv.wait_for(hold, std::chrono::minutes(2), [&] { return w.paused == w.opt.threads; })) {
-        std::printf("soak verdict: FAIL: %d of %d workers did not finish their iteration within "
-                    "2 minutes (a call hangs)\n",
-                    w.opt.threads - w.paused, w.opt.threads);
+        std::printf(
+            "soak verdict: FAIL: %d of %d workers did not finish their iteration within "
+            "2 minutes (a call hangs)\n",
+            w.opt.threads - w.paused, w.opt.threads);
         w.errors.print(stdout);
         std::fflush(stdout);
         std::_Exit(1);
@@ -178,7 +189,8 @@ struct Verdict {
     }
     void mib(const char *what, double from, double to, double tolerance) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "%s %+.1f MiB (tolerance %.0f), ", what, to - from, tolerance);
+        std::snprintf(buf, sizeof buf, "%s %+.1f MiB (tolerance %.0f), ", what, to - from,
+                      tolerance);
         text += buf;
         if (to - from > tolerance) {
             pass = false;
@@ -210,8 +222,9 @@ int run(World &w) {
     std::printf("operations by kind (ops run, skipped for a missing library):\n");
     for (int k = 0; k < K_KIND_COUNT; ++k)
         std::printf("  %-28s %10ld%s\n", kind_name(k), w.ops[k].load(),
-                    w.skips[k].load() ? (" (" + std::to_string(w.skips[k].load()) + " skipped)").c_str()
-                                      : "");
+                    w.skips[k].load()
+                        ? (" (" + std::to_string(w.skips[k].load()) + " skipped)").c_str()
+                        : "");
     std::printf("library calls: %ld; barrier fallbacks of the short-lived runtimes: %ld\n",
                 w.calls.load(), w.owned_fallbacks.load());
     w.errors.print(stdout);
@@ -229,16 +242,16 @@ int run(World &w) {
     v.exact("fds", middle.fds, end.fds);
     // The retirement queue keeps one event per retirement it ever had in
     // flight at once: a new peak legitimately adds events.
-    const long pool_growth =
-        static_cast<long>(end.retire.max_in_flight) - static_cast<long>(middle.retire.max_in_flight);
+    const long pool_growth = static_cast<long>(end.retire.max_in_flight) -
+                             static_cast<long>(middle.retire.max_in_flight);
     v.exact("shim streams", middle.shim[0], end.shim[0]);
     v.exact("shim events", middle.shim[1], end.shim[1], pool_growth);
     v.exact("shim page-locked", middle.shim[2], end.shim[2]);
     v.exact("shim device allocations", middle.shim[3], end.shim[3]);
-    static const char *const kDouble[] = {"double streams", "double events",
-                                          "double device allocations", "double page-locked",
-                                          "double modules", "double cuBLAS handles",
-                                          "double NVRTC programs"};
+    static const char *const kDouble[] = {
+        "double streams",       "double events",  "double device allocations",
+        "double page-locked",   "double modules", "double cuBLAS handles",
+        "double NVRTC programs"};
     for (int k = 0; k < 7; ++k)
         v.exact(kDouble[k], middle.dbl[k], end.dbl[k], k == 1 ? pool_growth : 0);
     if (v.text.size() >= 2) v.text.resize(v.text.size() - 2);

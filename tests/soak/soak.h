@@ -23,7 +23,7 @@ namespace soak {
 struct Options {
     int threads = 32;
     double seconds = 300;
-    double warmup = -1;        // -1: seconds / 6, within 2 .. 60
+    double warmup = -1;  // -1: seconds / 6, within 2 .. 60
     double rss_tolerance_mib = 8;
     double device_tolerance_mib = 4;
     double progress_every = -1;  // -1: seconds / 10, at least 5
@@ -35,14 +35,14 @@ struct Options {
 // counting shim, when that is in use).
 struct RawDriver {
     PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent = nullptr;
-    PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;          // absent in the driver double
+    PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;  // absent in the driver double
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
     PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
     PFN_cuMemFree_v3020 cuMemFree = nullptr;
     PFN_cuMemHostAlloc_v2020 cuMemHostAlloc = nullptr;
     PFN_cuMemFreeHost_v2000 cuMemFreeHost = nullptr;
-    long (*tfd_live)(int kind) = nullptr;   // the driver double's counters, if it is the double
-    void (*tfd_log_clear)() = nullptr;      // and its call log, which grows with every call
+    long (*tfd_live)(int kind) = nullptr;  // the driver double's counters, if it is the double
+    void (*tfd_log_clear)() = nullptr;     // and its call log, which grows with every call
     void (*tfd_set_async_pending)(int on) = nullptr;  // events pending until a sync
     long (*tfcd_live)(int kind) = nullptr;  // the counting shim's, if the library loaded it
     std::string shim_path;
@@ -68,9 +68,24 @@ private:
 
 // Call kinds, counted as they run (and skipped when a library is missing).
 enum Kind {
-    K_WITH_CONTEXT, K_STREAMS, K_SYNC, K_SGEMM, K_STREAM_ENQUEUE, K_SLOT_WAIT, K_EVENTS,
-    K_KERNEL, K_MODULE, K_NVRTC, K_TRANSFER_SMALL, K_TRANSFER_STAGED, K_TRANSFER_PINNED,
-    K_PEER, K_RETIRE, K_HANDLES, K_OWNED_RUNTIME, K_KIND_COUNT
+    K_WITH_CONTEXT,
+    K_STREAMS,
+    K_SYNC,
+    K_SGEMM,
+    K_STREAM_ENQUEUE,
+    K_SLOT_WAIT,
+    K_EVENTS,
+    K_KERNEL,
+    K_MODULE,
+    K_NVRTC,
+    K_TRANSFER_SMALL,
+    K_TRANSFER_STAGED,
+    K_TRANSFER_PINNED,
+    K_PEER,
+    K_RETIRE,
+    K_HANDLES,
+    K_OWNED_RUNTIME,
+    K_KIND_COUNT
 };
 const char *kind_name(int kind);
 
@@ -83,26 +98,26 @@ struct Tally {
 };
 
 using SgemmFn = int32_t (*)(void *handle, int transa, int transb, int m, int n, int k,
-                            const float *alpha, const float *a, int lda, const float *b,
-                            int ldb, const float *beta, float *c, int ldc);
+                            const float *alpha, const float *a, int lda, const float *b, int ldb,
+                            const float *beta, float *c, int ldc);
 
 struct World {
     Options opt;
     RawDriver raw;
     Errors errors;
-    tf_runtime *shared = nullptr;   // the long-lived runtime every sharer uses
-    void *primary = nullptr;        // its primary context
+    tf_runtime *shared = nullptr;  // the long-lived runtime every sharer uses
+    void *primary = nullptr;       // its primary context
     int32_t slots = 0;
-    tf_module *module = nullptr;    // the fill kernel, loaded once into `shared`
+    tf_module *module = nullptr;  // the fill kernel, loaded once into `shared`
     void *fill = nullptr;
-    SgemmFn sgemm = nullptr;        // NULL: cuBLAS not found, cuBLAS kinds skip
-    bool nvrtc = false;             // false: NVRTC not found, its kind skips
+    SgemmFn sgemm = nullptr;  // NULL: cuBLAS not found, cuBLAS kinds skip
+    bool nvrtc = false;       // false: NVRTC not found, its kind skips
     std::atomic<long> ops[K_KIND_COUNT] = {};
     std::atomic<long> skips[K_KIND_COUNT] = {};
-    std::atomic<long> calls{0};     // library calls made
+    std::atomic<long> calls{0};  // library calls made
     // Each slot's stream as first seen: it must never change.
     std::atomic<void *> slot_stream[TF_MAX_STREAM_SLOTS] = {};
-    Tally shared_tally;             // retirements on `shared`
+    Tally shared_tally;                    // retirements on `shared`
     std::atomic<long> owned_fallbacks{0};  // barrier fallbacks of the short-lived runtimes
 
     // Quiescence: workers pause between iterations while samples are taken.
@@ -147,8 +162,8 @@ struct Sample {
     double t = 0;
     long ops = 0, errors = 0;
     long rss_kib = 0, threads = 0, copy_threads = 0, fds = 0;
-    long device_used_mib = -1;  // cuMemGetInfo; -1 when the driver lacks it
-    long shim[4] = {-1, -1, -1, -1};     // streams, events, host, device allocs
+    long device_used_mib = -1;                       // cuMemGetInfo; -1 when the driver lacks it
+    long shim[4] = {-1, -1, -1, -1};                 // streams, events, host, device allocs
     long dbl[8] = {-1, -1, -1, -1, -1, -1, -1, -1};  // tfd_live kinds 0..7
     tf_retirement_stats retire{};
 };

@@ -89,12 +89,23 @@ void mismatch(World &w, const char *what, const std::string &detail) {
 }
 
 const char *kind_name(int kind) {
-    static const char *const names[K_KIND_COUNT] = {
-        "with_context+own work", "runtime/slot streams", "runtime_sync", "cuBLAS SGEMM",
-        "stream_enqueue", "slot_wait", "events", "kernel launch", "module load/release",
-        "NVRTC compile+launch", "alloc/upload/copy/download", "staged download",
-        "page-locked download", "peer copy", "workspace retire/poll/stats",
-        "retain/bind/queries", "short-lived runtime"};
+    static const char *const names[K_KIND_COUNT] = {"with_context+own work",
+                                                    "runtime/slot streams",
+                                                    "runtime_sync",
+                                                    "cuBLAS SGEMM",
+                                                    "stream_enqueue",
+                                                    "slot_wait",
+                                                    "events",
+                                                    "kernel launch",
+                                                    "module load/release",
+                                                    "NVRTC compile+launch",
+                                                    "alloc/upload/copy/download",
+                                                    "staged download",
+                                                    "page-locked download",
+                                                    "peer copy",
+                                                    "workspace retire/poll/stats",
+                                                    "retain/bind/queries",
+                                                    "short-lived runtime"};
     return kind >= 0 && kind < K_KIND_COUNT ? names[kind] : "?";
 }
 

@@ -26,6 +26,8 @@ extern "C" {
 
 /* Every function of tfd_control.h, without its tfd_ prefix (the members
  * keep it, since CMocka defines a macro named fail()). */
+/* One line per group of controls; clang-format would pour them into one. */
+/* clang-format off */
 #define TFD_API_FUNCTIONS(X) \
     X(reset) \
     X(set_devices) X(set_attribute) X(set_peer_access) X(set_total_mem) \
@@ -48,6 +50,7 @@ extern "C" {
     X(enter) X(enter_ex) X(translate) X(lock) X(unlock) X(count_live) \
     X(context_status) X(stream_status) X(cublas_register) \
     X(cublas_unregister) X(cublas_lookup)
+/* clang-format on */
 
 /* tfd_<name>_fn: the function type of tfd_<name> (a distinct name, so C++
  * accepts members named like the functions). */

@@ -156,8 +156,8 @@ void assert_ok_at(tf_status st, const char *file, int line) {
     _fail(file, line);
 }
 
-void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file,
-                       int line, ...) {
+void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file, int line,
+                       ...) {
     va_list ap;
     const char *fragment;
     const char *message = tf_last_error_message();
@@ -193,8 +193,10 @@ static void capture(int32_t level, const char *message, void *user_data) {
     (void)level;
     (void)user_data;
     n = snprintf(captured + captured_len, sizeof captured - captured_len, "%s\n", message);
-    if (n > 0) captured_len += (size_t)n < sizeof captured - captured_len
-                                  ? (size_t)n : sizeof captured - captured_len - 1;
+    if (n > 0)
+        captured_len += (size_t)n < sizeof captured - captured_len
+                            ? (size_t)n
+                            : sizeof captured - captured_len - 1;
 }
 
 void log_capture_start(void) {
@@ -230,8 +232,10 @@ static const struct raw *raw(void) {
         if (!h) return NULL;
         *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
         if (!gpa) return NULL;
-        gpa("cuCtxGetCurrent", (void **)&r.get_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
-        gpa("cuCtxSetCurrent", (void **)&r.set_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
+        gpa("cuCtxGetCurrent", (void **)&r.get_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+            NULL);
+        gpa("cuCtxSetCurrent", (void **)&r.set_current, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+            NULL);
         gpa("cuCtxCreate", (void **)&r.create, 12050, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
         gpa("cuCtxDestroy", (void **)&r.destroy, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
         gpa("cuDeviceGet", (void **)&r.device_get, 2000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL);
@@ -249,7 +253,8 @@ void *raw_driver_entry(const char *name, int version) {
         *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
         if (!gpa) return NULL;
     }
-    if (gpa(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) != CUDA_SUCCESS) return NULL;
+    if (gpa(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) != CUDA_SUCCESS)
+        return NULL;
     return fn;
 }
 

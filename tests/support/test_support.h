@@ -22,18 +22,17 @@
 /* The double's control interface, or NULL against the real driver. */
 #define DOUBLE() tfd()
 /* Skips the calling test unless it runs against the double. */
-#define REQUIRE_DOUBLE()                                           \
-    do {                                                           \
-        if (!tfd()) {                                              \
+#define REQUIRE_DOUBLE()                                               \
+    do {                                                               \
+        if (!tfd()) {                                                  \
             print_message("    (needs the driver double: skipped)\n"); \
-            skip();                                                \
-        }                                                          \
+            skip();                                                    \
+        }                                                              \
     } while (0)
 /* Fault injection through the double (cmocka's fail() macro shadows the
  * member name, hence the parentheses). */
 #define INJECT(entry, nth, code, times) tfd()->tfd_fail((entry), (nth), (code), (times))
-#define INJECT_AFTER(entry, nth, code, times) \
-    tfd()->tfd_fail_after((entry), (nth), (code), (times))
+#define INJECT_AFTER(entry, nth, code, times) tfd()->tfd_fail_after((entry), (nth), (code), (times))
 /* 1 when TF_TEST_MODE=gpu (tools/test/run-suites --gpu). */
 int test_gpu_mode(void);
 
@@ -85,8 +84,8 @@ void test_leaves_live(int kind, long count);
  * its operation and contains each of the NULL-terminated fragments. */
 #define assert_failure(st, expected, op, ...) \
     assert_failure_at((st), (expected), (op), __FILE__, __LINE__, __VA_ARGS__, (const char *)0)
-void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file,
-                       int line, ...);
+void assert_failure_at(tf_status st, tf_status expected, const char *op, const char *file, int line,
+                       ...);
 #define assert_ok(st) assert_ok_at((st), __FILE__, __LINE__)
 void assert_ok_at(tf_status st, const char *file, int line);
 
@@ -127,13 +126,13 @@ tf_runtime *new_runtime_with_slots(uint32_t slots);
 
 /* In a child scenario (which returns its exit status): returns 1 after
  * printing the condition and the last error unless `cond` holds. */
-#define SCENARIO_CHECK(cond)                                                           \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__,  \
-                    __LINE__, #cond, tf_last_error_message());                      \
-            return 1;                                                               \
-        }                                                                           \
+#define SCENARIO_CHECK(cond)                                                                  \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+                    #cond, tf_last_error_message());                                          \
+            return 1;                                                                         \
+        }                                                                                     \
     } while (0)
 
 /* If this process was started by run_child, runs the named scenario from
