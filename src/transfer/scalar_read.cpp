@@ -72,30 +72,24 @@ bool spin_for_flag(const ScalarMailbox &box, uint32_t seq, std::chrono::microsec
     }
 }
 
-// The path to take on `stream`: the plan's idle or busy one, as
-// cuStreamQuery says or, after a streak of idle reads, as guessed (NOTE
-// [idle streak]); a path this runtime cannot run falls back to copy_sync.
-// *guessed: the idle path was taken without asking.
+// The path to take on `stream`: after a streak of quick reads the plan's
+// idle one unasked (NOTE [idle streak]), else the idle or busy one as
+// cuStreamQuery says; a path this runtime cannot run falls back to
+// copy_sync.
 tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, CUstream stream,
-                      const ScalarReadPlan &plan, ScalarMailbox &box, ScalarPath *path,
-                      CUfunction *fn, bool *guessed) {
+                      const ScalarReadPlan &plan, const ScalarMailbox &box, ScalarPath *path,
+                      CUfunction *fn) {
     ScalarPath p = plan.busy;
-    *guessed = false;
     if (plan.idle != plan.busy) {
         if (plan.trust_idle_after && box.idle_streak >= plan.trust_idle_after) {
             p = plan.idle;
-            *guessed = true;
         } else {
             // A driver without the query: every read takes the busy path.
             const CUresult r = api.cuStreamQuery ? api.cuStreamQuery(stream) : CUDA_ERROR_NOT_READY;
-            if (r == CUDA_SUCCESS) {
+            if (r == CUDA_SUCCESS)
                 p = plan.idle;
-                ++box.idle_streak;
-            } else if (r == CUDA_ERROR_NOT_READY) {
-                box.idle_streak = 0;
-            } else {
+            else if (r != CUDA_ERROR_NOT_READY)
                 return fail_cuda(api, "cuStreamQuery", r);
-            }
         }
     }
     if (p == ScalarPath::kernel && !(*fn = kernel.function(api))) p = ScalarPath::copy_sync;
@@ -238,20 +232,20 @@ tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
     if ((st = ensure_scalar_mailbox(api, box)) != TF_OK) return st;
     ScalarPath path = ScalarPath::copy_sync;
     CUfunction fn = nullptr;
-    bool guessed = false;
-    st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, box, &path, &fn,
-                     &guessed);
+    st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, box, &path, &fn);
     if (st != TF_OK) return st;  // nothing queued
-    const auto start =
-        guessed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const auto start = std::chrono::steady_clock::now();
     if (path == ScalarPath::copy_sync) {
         st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
         if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, stream);
     } else {
         st = read_with_flag(api, path, fn, stream, box, src, len, plan.spin);
     }
-    // A guess that took longer than an idle read: the stream had work.
-    if (guessed && std::chrono::steady_clock::now() - start > kScalarIdleWindow)
+    // A read as quick as on an idle stream extends the streak; a slower one
+    // had work ahead of it and ends it.
+    if (std::chrono::steady_clock::now() - start <= kScalarIdleWindow)
+        box.idle_streak += box.idle_streak < plan.trust_idle_after;
+    else
         box.idle_streak = 0;
     if (st != TF_OK) {
         // Neither a failed submission nor a failed wait proves the device

@@ -54,13 +54,15 @@ constexpr ScalarPath kScalarBusyPath = ScalarPath::kernel;
 constexpr std::chrono::microseconds kScalarSpin{100};
 
 // NOTE [idle streak]: cuStreamQuery costs about 1.3 us on an H200, a fifth
-// of an idle read.  After kScalarTrustIdleAfter reads in a row that found
-// the slot's stream idle, a read takes the idle path without asking; if its
-// flag then takes longer than kScalarIdleWindow the stream had work after
-// all, and the next read asks again.  Only the speed depends on the guess:
-// every path reads after all work queued on the stream.
+// of an idle read, and right after a read it may still see that read's last
+// op retiring.  So a slot counts its reads in a row that finished within
+// kScalarIdleWindow (as quick as on an idle stream, whichever path they
+// took); after kScalarTrustIdleAfter of them a read takes the idle path
+// without asking.  A slower read (work was queued ahead of it) ends the
+// streak, and the next read asks again.  Only the speed depends on the
+// guess: every path reads after all work queued on the stream.
 constexpr unsigned kScalarTrustIdleAfter = 8;
-constexpr std::chrono::microseconds kScalarIdleWindow{15};
+constexpr std::chrono::microseconds kScalarIdleWindow{12};
 
 struct ScalarReadPlan {
     ScalarPath idle = kScalarIdlePath;  // the stream has nothing queued
