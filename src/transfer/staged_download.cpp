@@ -6,8 +6,6 @@
 
 #include "driver/cuda_status.h"
 #include "transfer/fresh_pages.h"
-#include "transfer/transfer_options.h"
-#include "util/defer_cancellation.h"
 
 namespace tf {
 namespace {
@@ -122,26 +120,12 @@ tf_status run_download_plan(const DriverApi &api, CUstream stream, const Staging
 }
 
 tf_status download_staged(CallFrame &frame, uint64_t src, void *dst, size_t len) {
-    // Each step's copy job lives in this frame while the copy threads may
-    // hold it, and the staging ring must not be left to a dead download:
-    // cancellation waits until the download returns.
-    DeferCancellation no_cancel;
-    RuntimeState &state = frame.state();
-    const unsigned threads = download_threads(state.options());
-    // Started before anything is queued: it may throw std::bad_alloc.
-    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads) : nullptr;
-    tf_status st = frame.lock_slot();
-    if (st != TF_OK) return st;
-    TransferSlot &staging = frame.resources().transfer;
     const DownloadPlan plan;
-    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()), plan.depth,
-                             staging);
-    if (st != TF_OK) return st;
-    st = run_download_plan(state.api(), frame.stream(), staging.ring, pool, threads, plan,
-                           static_cast<CUdeviceptr>(src), dst, len);
-    // The device may still write a buffer whose copy or wait failed.
-    if (st != TF_OK) abandon_staging_ring(staging);
-    return st;
+    return run_staged(frame, plan.depth,
+                      [&](const StagingRing &ring, CopyPool *pool, unsigned threads) {
+                          return run_download_plan(frame.api(), frame.stream(), ring, pool, threads,
+                                                   plan, static_cast<CUdeviceptr>(src), dst, len);
+                      });
 }
 
 }  // namespace tf

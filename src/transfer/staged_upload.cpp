@@ -5,8 +5,6 @@
 
 #include "driver/cuda_status.h"
 #include "transfer/staged_download.h"
-#include "util/defer_cancellation.h"
-#include "transfer/transfer_options.h"
 
 namespace tf {
 namespace {
@@ -50,23 +48,11 @@ tf_status run_upload_plan(const DriverApi &api, CUstream stream, const StagingRi
 }
 
 tf_status upload_staged(CallFrame &frame, const void *src, uint64_t dst, size_t len) {
-    // Each step's copy job lives in this frame while the copy threads may
-    // hold it: cancellation waits until the upload returns.
-    DeferCancellation no_cancel;
-    RuntimeState &state = frame.state();
-    const unsigned threads = download_threads(state.options());
-    CopyPool *pool = threads > 1 ? &state.transfers().pool(threads) : nullptr;
-    tf_status st = frame.lock_slot();
-    if (st != TF_OK) return st;
-    TransferSlot &staging = frame.resources().transfer;
-    st = ensure_staging_ring(state.api(), download_chunk_bytes(state.options()), kStagingDepth,
-                             staging);
-    if (st != TF_OK) return st;
-    st = run_upload_plan(state.api(), frame.stream(), staging.ring, pool, threads, UploadPlan(),
-                         src, static_cast<CUdeviceptr>(dst), len);
-    // The device may still read a buffer whose copy or wait failed.
-    if (st != TF_OK) abandon_staging_ring(staging);
-    return st;
+    return run_staged(
+        frame, kStagingDepth, [&](const StagingRing &ring, CopyPool *pool, unsigned threads) {
+            return run_upload_plan(frame.api(), frame.stream(), ring, pool, threads, UploadPlan(),
+                                   src, static_cast<CUdeviceptr>(dst), len);
+        });
 }
 
 }  // namespace tf
