@@ -145,14 +145,14 @@ extern "C" {
 /** Major version: changes only when the ABI breaks (the SONAME's number). */
 #define TF_VERSION_MAJOR 1
 /** Minor version: new functions, enum values or struct fields at the end. */
-#define TF_VERSION_MINOR 1
+#define TF_VERSION_MINOR 2
 /** Patch version: fixes that change no interface. */
 #define TF_VERSION_PATCH 0
 /** The version as one number: major * 10000 + minor * 100 + patch. */
 #define TF_VERSION_NUMBER \
     (TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH)
 /** The version as "major.minor.patch". */
-#define TF_VERSION_STRING "1.1.0"
+#define TF_VERSION_STRING "1.2.0"
 
 /**
  * Version of the loaded library; compare it with TF_VERSION_NUMBER to detect

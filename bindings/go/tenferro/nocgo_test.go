@@ -39,7 +39,7 @@ func TestWithoutCgoEverythingIsNotAvailable(t *testing.T) {
 	if tenferro.GPUAvailable() || tenferro.Version() != 0 || tenferro.VersionString() != "" {
 		t.Fatal("a build without cgo reports a library")
 	}
-	if tenferro.HeaderVersion != 10100 {
+	if tenferro.HeaderVersion != 10200 {
 		t.Fatalf("HeaderVersion %d", tenferro.HeaderVersion)
 	}
 	d := tenferro.DefaultOptions()

@@ -31,4 +31,4 @@ func LibraryPath() (string, error) { return libraryPath() }
 // nocgoHeaderVersion is the version of the header this package's Go code
 // was written for: HeaderVersion of a build without cgo, which has no
 // header to read it from.
-const nocgoHeaderVersion = 10100
+const nocgoHeaderVersion = 10200

@@ -48,7 +48,7 @@ from .stream import Stream, current_stream
 from .stream_work import (Event, PointerMode, RetirementStats, cublas_function,
                           cublas_symbol, cublas_version)
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 
 def library_version() -> Tuple[int, int, int]:

@@ -11,8 +11,8 @@ one for this interpreter, and the license texts of the tree in its
 and, with the C extension, for this interpreter; without it any CPython 3
 on the platform can use it.
 
-    build_wheel.py --package bindings/python --library build/lib/libtenferro_gpu.so.1.1.0 \\
-        --licenses . --version 1.1.0 --out build/python
+    build_wheel.py --package bindings/python --library build/lib/libtenferro_gpu.so.1.2.0 \\
+        --licenses . --version 1.2.0 --out build/python
 """
 
 from __future__ import annotations

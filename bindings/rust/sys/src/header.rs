@@ -14,11 +14,11 @@ use std::os::raw::{c_char, c_void};
 // ---- Version ---------------------------------------------------------------
 
 pub const TF_VERSION_MAJOR: u32 = 1;
-pub const TF_VERSION_MINOR: u32 = 1;
+pub const TF_VERSION_MINOR: u32 = 2;
 pub const TF_VERSION_PATCH: u32 = 0;
 pub const TF_VERSION_NUMBER: u32 =
     TF_VERSION_MAJOR * 10000 + TF_VERSION_MINOR * 100 + TF_VERSION_PATCH;
-pub const TF_VERSION_STRING: &str = "1.1.0";
+pub const TF_VERSION_STRING: &str = "1.2.0";
 
 /// Largest struct_size the library accepts in a versioned struct.
 pub const TF_MAX_STRUCT_SIZE: u32 = 65536;
