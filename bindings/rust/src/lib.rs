@@ -77,6 +77,7 @@ mod kernels;
 mod library;
 mod log;
 mod memory;
+mod retirement;
 mod runtime;
 mod stream;
 mod stream_work;
@@ -94,7 +95,8 @@ pub use log::{reset_log_callback, set_log_callback, LogLevel};
 pub use memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use runtime::{Capability, Runtime, RuntimeOptions};
 pub use stream::Stream;
-pub use stream_work::{Event, PointerMode, RetirementStats};
+pub use retirement::RetirementStats;
+pub use stream_work::{Event, PointerMode};
 
 /// Version of the loaded library as (major, minor, patch).  Errors:
 /// LibraryNotFound without libtenferro_gpu.so.1.

@@ -10,6 +10,7 @@ use crate::callback::{with_context_trampoline, Frame};
 use crate::device::DeviceProperties;
 use crate::error::{check, out_param, Result};
 use crate::library::{api, defaults};
+use crate::retirement::running_releases;
 use crate::stream::Stream;
 use crate::sys;
 
@@ -347,7 +348,7 @@ impl Runtime {
     pub fn sync(&self) -> Result<()> {
         let lib = api()?;
         // SAFETY: a live handle.
-        check(unsafe { lib.tf_runtime_sync(self.as_raw()) })
+        check(running_releases(self, || unsafe { lib.tf_runtime_sync(self.as_raw()) }))
     }
 }
 
