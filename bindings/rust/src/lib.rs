@@ -51,8 +51,10 @@
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | yes | yes | as `&[T]` and `&mut [T]` |
 //! | [`Event`], [`Module`], [`Function`], [`Program`] | yes | yes | thread-safe in C; released in `Drop` only |
 //! | [`HostBuffer<T>`] | yes | yes | as `Box<[T]>`; the pool's free is thread-safe |
-//! | [`Registered<'a, T>`] | yes | yes | as `&'a mut [T]` |
+//! | [`Registered<T>`] | yes | yes | as `Vec<T>`, which it owns |
+//! | [`RegisteredSlice<'a, T>`] | yes | yes | as `&'a mut [T]` |
 //! | [`Transfer<'d, H>`] | if `H` is | if `H` is | owns `H` and an [`Event`] |
+//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`] | yes | yes | plain data, and what it hands back |
 //!
 //! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
 //! may move it between worker threads; each call is synchronous and made
@@ -69,6 +71,7 @@ pub use tenferro_gpu_sys as sys;
 
 pub mod cublas;
 
+mod async_copy;
 mod callback;
 mod device;
 mod error;
@@ -77,6 +80,7 @@ mod kernels;
 mod library;
 mod log;
 mod memory;
+mod registration;
 mod retirement;
 mod runtime;
 mod stream;
@@ -88,7 +92,9 @@ use std::ffi::CStr;
 pub use callback::CALLBACK_PANICKED;
 pub use device::{device_count, device_info, devices, gpu_available, DeviceProperties};
 pub use error::{clear_last_error, last_error, status_string, CodeDomain, Error, Result, Status};
-pub use host::{HostBuffer, HostPoolStats, PinnedMemory, Registered, Transfer};
+pub use async_copy::{PinnedMemory, Transfer};
+pub use host::{HostBuffer, HostPoolStats};
+pub use registration::{RegisterError, Registered, RegisteredSlice, UnregisterError};
 pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConfig, Module, Program};
 pub use library::load;
 pub use log::{reset_log_callback, set_log_callback, LogLevel};

@@ -46,6 +46,8 @@ fn assert_error<E: std::error::Error + fmt::Debug + fmt::Display + Send + Sync +
 #[test]
 fn every_public_error_type_is_a_well_behaved_error() {
     assert_error::<tg::Error>();
+    assert_error::<tg::RegisterError<f32>>();
+    assert_error::<tg::UnregisterError<u8>>();
     assert_error::<tg::sys::LoadError>();
     assert_error::<tg::sys::MissingFunction>();
     fn display_debug_send_sync<T: fmt::Display + fmt::Debug + Send + Sync + Copy + Eq>() {}

@@ -13,6 +13,7 @@ mod host;
 mod kernels;
 mod log;
 mod memory;
+mod registration;
 mod runtime;
 mod source;
 mod stream_work;
