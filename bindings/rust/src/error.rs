@@ -257,6 +257,12 @@ impl Error {
         Error::binding(Status::InvalidArgument, operation, detail)
     }
 
+    /// A call the binding refuses in the present state (`operation` names
+    /// the Rust function).
+    pub(crate) fn runtime_state(operation: &str, detail: &str) -> Error {
+        Error::binding(Status::RuntimeState, operation, detail)
+    }
+
     pub(crate) fn with_compile_log(mut self, log: String) -> Error {
         self.compile_log = Some(log);
         self

@@ -14,6 +14,7 @@ use std::ptr::NonNull;
 use crate::error::{check, Error, Result};
 use crate::library::api;
 use crate::memory::{byte_len, DeviceRepr};
+use crate::pending_copies;
 use crate::runtime::Runtime;
 use crate::stream::Stream;
 use crate::sys;
@@ -28,9 +29,10 @@ pub(crate) fn since<T>(result: std::result::Result<T, sys::MissingFunction>) -> 
 /// caching pool (`tf_host_alloc`), like a `Box<[T]>`: `Deref` and
 /// `DerefMut` to `[T]`.  Dropping it gives the block back to the pool
 /// (`tf_host_free`), which reuses it only once every stream that used it
-/// has passed the free.  The contents start as whatever the block held
-/// (any bit pattern, a valid `T`).  It holds a reference to its runtime,
-/// which therefore outlives it.
+/// has passed the free; after a failed synchronous copy that may still use
+/// it, only once a sync of that copy's slot succeeds (else it is leaked).
+/// The contents start as whatever the block held (any bit pattern, a valid
+/// `T`).  It holds a reference to its runtime, which therefore outlives it.
 ///
 /// `Send` and `Sync` as `Box<[T]>` is (every [`DeviceRepr`] is both): the
 /// pool's calls are thread-safe, and the memory is ordinary host memory.
@@ -66,16 +68,26 @@ impl<T: DeviceRepr> HostBuffer<T> {
 
     /// Gives the block back to the pool now and reports a failure (the
     /// block is then leaked, never reused); dropping does the same and
-    /// ignores it.
+    /// ignores it.  A failed synchronous copy that may still use the block
+    /// is first waited for with a sync of its slot; if that fails, the
+    /// block is leaked and the sync's error returned.
     pub fn free(self) -> Result<()> {
         let this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped; its runtime is moved out once.
         let runtime = unsafe { std::ptr::read(&this.runtime) };
-        free_block(&runtime, this.ptr.as_ptr().cast())
+        release_block(&runtime, this.ptr.as_ptr().cast(), this.byte_len())
+    }
+
+    /// Bytes of the values (not of the block's size class).
+    fn byte_len(&self) -> usize {
+        // Checked when the block was allocated.
+        std::mem::size_of_val::<[T]>(self)
     }
 }
 
-fn free_block(runtime: &Runtime, ptr: *mut c_void) -> Result<()> {
+/// Frees the block unless a failed copy may still use it (then leaks it).
+fn release_block(runtime: &Runtime, ptr: *mut c_void, len: usize) -> Result<()> {
+    pending_copies::settle(runtime, ptr as *const u8, len, "HostBuffer::free")?;
     let lib = api()?;
     // SAFETY: a live block of this runtime, freed once.
     check(since(unsafe { lib.tf_host_free(runtime.as_raw(), ptr) })?)
@@ -104,7 +116,7 @@ impl<T: DeviceRepr> DerefMut for HostBuffer<T> {
 
 impl<T: DeviceRepr> Drop for HostBuffer<T> {
     fn drop(&mut self) {
-        let _ = free_block(&self.runtime, self.ptr.as_ptr().cast());
+        let _ = release_block(&self.runtime, self.ptr.as_ptr().cast(), self.byte_len());
     }
 }
 

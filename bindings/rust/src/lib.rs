@@ -80,6 +80,7 @@ mod kernels;
 mod library;
 mod log;
 mod memory;
+mod pending_copies;
 mod registration;
 mod retirement;
 mod runtime;

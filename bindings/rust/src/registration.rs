@@ -48,6 +48,7 @@ use crate::error::{check, Error, Result};
 use crate::host::{record_use, since};
 use crate::library::api;
 use crate::memory::DeviceRepr;
+use crate::pending_copies;
 use crate::runtime::Runtime;
 use crate::stream::Stream;
 
@@ -96,9 +97,12 @@ impl<T: DeviceRepr> Registered<T> {
         }
     }
 
-    /// Unregisters the range.
+    /// Settles a failed synchronous copy on the range, then unregisters it.
     fn end(&self) -> Result<()> {
-        unregister(&self.runtime, self.data.as_ptr() as *mut c_void)
+        let ptr = self.data.as_ptr().cast::<u8>();
+        let bytes = std::mem::size_of_val::<[T]>(&self.data);
+        pending_copies::settle(&self.runtime, ptr, bytes, "Registered::unregister")?;
+        unregister(&self.runtime, ptr as *mut c_void)
     }
 }
 
@@ -253,10 +257,13 @@ impl<T: DeviceRepr> fmt::Debug for RegisteredSlice<'_, T> {
 struct ScopeEnd<'a> {
     runtime: &'a Runtime,
     ptr: *mut c_void,
+    bytes: usize,
 }
 
 impl ScopeEnd<'_> {
     fn end(&self) -> Result<()> {
+        let ptr = self.ptr as *const u8;
+        pending_copies::settle(self.runtime, ptr, self.bytes, "Runtime::with_host_registered")?;
         unregister(self.runtime, self.ptr)
     }
 }
@@ -304,11 +311,13 @@ impl Runtime {
     /// [`RegisteredSlice`] the asynchronous copies take, and returns what
     /// `f` returns.  When `f` returns or panics, the range is unregistered
     /// (`tf_host_unregister`) after every stream that used it is done
-    /// (copies this crate queued, uses you recorded): the device no longer
+    /// (copies this crate queued, uses you recorded), and after a sync of
+    /// the slot of any failed synchronous copy on it: the device no longer
     /// touches `data` once this returns.  If that cannot be shown (it fails
-    /// twice), the process aborts, as returning would let the device write
-    /// memory the caller may reuse; [`Runtime::host_register`] leaks its
-    /// Vec instead.  Errors (`f` did not run): those of
+    /// twice; or a failed copy through another runtime, whose slot has not
+    /// synced since, may still use the range), the process aborts, as
+    /// returning would let the device write memory the caller may reuse;
+    /// [`Runtime::host_register`] leaks its Vec instead.  Errors (`f` did not run): those of
     /// [`Runtime::host_register`].
     pub fn with_host_registered<T: DeviceRepr, R>(
         &self,
@@ -318,7 +327,7 @@ impl Runtime {
         let ptr = data.as_mut_ptr().cast::<c_void>();
         let bytes = std::mem::size_of_val(data);
         register(self, ptr, bytes)?;
-        let _end = ScopeEnd { runtime: self, ptr };
+        let _end = ScopeEnd { runtime: self, ptr, bytes };
         Ok(f(RegisteredSlice { data }))
     }
 }

@@ -8,6 +8,7 @@ mod support;
 mod absent;
 mod context;
 mod errors;
+mod failed_copies;
 mod gemm;
 mod host;
 mod kernels;
