@@ -64,6 +64,19 @@
 //! API of its own (and needs no executor): a call blocks as the C function
 //! does.  See docs/rust.md.
 //!
+//! # Lifetimes
+//!
+//! Whatever safe code does, `std::mem::forget` included, the device never
+//! writes host memory that Rust may free or reuse: page-locked memory goes
+//! to the asynchronous copies by value ([`HostBuffer`], a [`Registered`]
+//! `Vec`, a [`RegisteredSlice`] that cannot leave its
+//! [`Runtime::with_host_registered`] scope), and each owner lets go of it
+//! only once no stream can still use it, or leaks it.  Device memory is
+//! freed in order on its buffer's own stream; work on *other* streams that
+//! uses a buffer must be finished (or ordered with an [`Event`]) before the
+//! buffer goes, which the types do not check.  docs/rust.md, "Lifetime
+//! rules", says what each type keeps alive and what a failed call leaves.
+//!
 //! License: MIT OR Apache-2.0 (LICENSE, LICENSE-MIT and LICENSE-APACHE at
 //! the top of the repository).
 
