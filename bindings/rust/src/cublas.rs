@@ -138,7 +138,17 @@ fn operand(rows: usize, cols: usize, ld: usize, len: usize, what: &str) -> Resul
             &format!("{what}: leading dimension {ld} is below its {rows} rows"),
         ));
     }
-    let need = if rows == 0 || cols == 0 { 0 } else { (cols - 1) * ld + rows };
+    let need = if rows == 0 || cols == 0 {
+        Some(0)
+    } else {
+        (cols - 1).checked_mul(ld).and_then(|n| n.checked_add(rows))
+    };
+    let Some(need) = need else {
+        return Err(Error::invalid_argument(
+            "Runtime::gemm",
+            &format!("{what}: a {rows}x{cols} matrix with leading dimension {ld} spans more than usize::MAX values"),
+        ));
+    };
     if need > len {
         return Err(Error::invalid_argument(
             "Runtime::gemm",

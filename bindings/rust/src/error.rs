@@ -35,30 +35,32 @@ pub enum Status {
     Other(i32),
 }
 
-const STATUSES: [(Status, sys::tf_status); 17] = [
-    (Status::InvalidArgument, sys::TF_ERROR_INVALID_ARGUMENT),
-    (Status::InvalidHandle, sys::TF_ERROR_INVALID_HANDLE),
-    (Status::DriverNotFound, sys::TF_ERROR_DRIVER_NOT_FOUND),
-    (Status::DriverStub, sys::TF_ERROR_DRIVER_STUB),
-    (Status::NoDevice, sys::TF_ERROR_NO_DEVICE),
-    (Status::DeviceUnavailable, sys::TF_ERROR_DEVICE_UNAVAILABLE),
-    (Status::DriverTooOld, sys::TF_ERROR_DRIVER_TOO_OLD),
-    (Status::Cuda, sys::TF_ERROR_CUDA),
-    (Status::NotSupported, sys::TF_ERROR_NOT_SUPPORTED),
-    (Status::LibraryNotFound, sys::TF_ERROR_LIBRARY_NOT_FOUND),
-    (Status::Provider, sys::TF_ERROR_PROVIDER),
-    (Status::Callback, sys::TF_ERROR_CALLBACK),
-    (Status::OutOfMemory, sys::TF_ERROR_OUT_OF_MEMORY),
-    (Status::RuntimeState, sys::TF_ERROR_RUNTIME_STATE),
-    (Status::DeviceFault, sys::TF_ERROR_DEVICE_FAULT),
-    (Status::Compile, sys::TF_ERROR_COMPILE),
-    (Status::Internal, sys::TF_ERROR_INTERNAL),
+/// Each status, its value, and its text (`tf_status_string`'s, so that
+/// `Display` needs no library; the suite compares the two).
+const STATUSES: [(Status, sys::tf_status, &str); 17] = [
+    (Status::InvalidArgument, sys::TF_ERROR_INVALID_ARGUMENT, "invalid argument"),
+    (Status::InvalidHandle, sys::TF_ERROR_INVALID_HANDLE, "invalid or released handle"),
+    (Status::DriverNotFound, sys::TF_ERROR_DRIVER_NOT_FOUND, "CUDA driver not found"),
+    (Status::DriverStub, sys::TF_ERROR_DRIVER_STUB, "CUDA driver is the toolkit stub"),
+    (Status::NoDevice, sys::TF_ERROR_NO_DEVICE, "no CUDA device"),
+    (Status::DeviceUnavailable, sys::TF_ERROR_DEVICE_UNAVAILABLE, "CUDA device unavailable"),
+    (Status::DriverTooOld, sys::TF_ERROR_DRIVER_TOO_OLD, "CUDA driver too old"),
+    (Status::Cuda, sys::TF_ERROR_CUDA, "CUDA driver call failed"),
+    (Status::NotSupported, sys::TF_ERROR_NOT_SUPPORTED, "not supported"),
+    (Status::LibraryNotFound, sys::TF_ERROR_LIBRARY_NOT_FOUND, "library not found"),
+    (Status::Provider, sys::TF_ERROR_PROVIDER, "vendor library call failed"),
+    (Status::Callback, sys::TF_ERROR_CALLBACK, "callback failed"),
+    (Status::OutOfMemory, sys::TF_ERROR_OUT_OF_MEMORY, "out of memory"),
+    (Status::RuntimeState, sys::TF_ERROR_RUNTIME_STATE, "runtime state forbids the call"),
+    (Status::DeviceFault, sys::TF_ERROR_DEVICE_FAULT, "device fault: context unusable"),
+    (Status::Compile, sys::TF_ERROR_COMPILE, "compilation failed"),
+    (Status::Internal, sys::TF_ERROR_INTERNAL, "internal error"),
 ];
 
 impl Status {
     /// Every status this crate knows, in numeric order.
     pub fn all() -> impl Iterator<Item = Status> {
-        STATUSES.iter().map(|&(s, _)| s)
+        STATUSES.iter().map(|&(s, _, _)| s)
     }
 
     /// The status for a raw `tf_status`; `None` for `TF_OK`.
@@ -66,20 +68,40 @@ impl Status {
         if raw == sys::TF_OK {
             return None;
         }
-        Some(STATUSES.iter().find(|&&(_, r)| r == raw).map_or(Status::Other(raw), |&(s, _)| s))
+        let known = STATUSES.iter().find(|&&(_, r, _)| r == raw);
+        Some(known.map_or(Status::Other(raw), |&(s, _, _)| s))
     }
 
     /// The raw `tf_status` value.
     pub fn raw(self) -> sys::tf_status {
         match self {
             Status::Other(raw) => raw,
-            known => STATUSES.iter().find(|&&(s, _)| s == known).map(|&(_, r)| r).unwrap_or(-1),
+            known => STATUSES.iter().find(|&&(s, _, _)| s == known).map_or(-1, |&(_, r, _)| r),
         }
     }
 
-    /// The library's static description ("invalid argument").
+    /// The library's static description ("invalid argument"), from the
+    /// loaded library (`tf_status_string`); "unknown status" without it.
+    /// `Display` writes the same text without asking the library.
     pub fn description(self) -> &'static str {
         status_string(self.raw())
+    }
+}
+
+/// The status's text, as `tf_status_string` gives it ("invalid
+/// argument"), known to this crate: it needs no library.  A status newer
+/// than the crate is "unknown status N".
+///
+/// `Status` is the kind of an [`Error`], as `std::io::ErrorKind` is of an
+/// `io::Error`, and like it implements `Display` but not
+/// `std::error::Error`: the error to return is the [`Error`], which carries
+/// the failing call's record.
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match STATUSES.iter().find(|&&(s, _, _)| s == *self) {
+            Some(&(_, _, text)) => f.write_str(text),
+            None => write!(f, "unknown status {}", self.raw()),
+        }
     }
 }
 
@@ -235,6 +257,12 @@ impl Error {
         Error::binding(Status::InvalidArgument, operation, detail)
     }
 
+    /// A call the binding refuses in the present state (`operation` names
+    /// the Rust function).
+    pub(crate) fn runtime_state(operation: &str, detail: &str) -> Error {
+        Error::binding(Status::RuntimeState, operation, detail)
+    }
+
     pub(crate) fn with_compile_log(mut self, log: String) -> Error {
         self.compile_log = Some(log);
         self
@@ -274,12 +302,15 @@ impl Error {
     }
 }
 
+/// The library's full message, starting with the operation.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
+/// A leaf: the message is complete (a missing library's loader message
+/// included), so `source()` is `None` and error reports print it once.
 impl std::error::Error for Error {}
 
 /// `Err` with the calling thread's record for a failed status.  Call it

@@ -29,6 +29,12 @@ use crate::memory::{AddressField, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceS
 use crate::runtime::Runtime;
 use crate::sys;
 
+/// `n` as the `int32_t` count C takes, or an InvalidArgument.
+fn count_i32(n: usize, operation: &str, what: &str) -> Result<i32> {
+    i32::try_from(n)
+        .map_err(|_| Error::invalid_argument(operation, &format!("{n} {what} are over i32::MAX")))
+}
+
 fn c_string(text: &str, what: &str) -> Result<CString> {
     CString::new(text).map_err(|_| Error::invalid_argument(what, "the text contains a NUL byte"))
 }
@@ -370,7 +376,7 @@ impl Runtime {
             CompileTarget::Cubin => sys::TF_COMPILE_CUBIN,
         };
         raw.arch = options.arch;
-        raw.option_count = pointers.len() as i32;
+        raw.option_count = count_i32(pointers.len(), "Runtime::compile", "options")?;
         raw.options = if pointers.is_empty() { ptr::null() } else { pointers.as_ptr() };
         raw.name = name.as_ref().map_or(ptr::null(), |n| n.as_ptr());
         let mut out: *mut sys::tf_program = ptr::null_mut();
@@ -416,5 +422,19 @@ impl Runtime {
         let mut pointers: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
         let params = if pointers.is_empty() { ptr::null_mut() } else { pointers.as_mut_ptr() };
         check(lib.tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_over_i32_is_an_invalid_argument() {
+        assert_eq!(count_i32(3, "Runtime::compile", "options").unwrap(), 3);
+        assert_eq!(count_i32(i32::MAX as usize, "op", "options").unwrap(), i32::MAX);
+        let e = count_i32(i32::MAX as usize + 1, "Runtime::compile", "options").unwrap_err();
+        assert_eq!((e.status(), e.operation()), (crate::Status::InvalidArgument, "Runtime::compile"));
+        assert!(e.message().contains("2147483648 options are over i32::MAX"), "{e}");
     }
 }

@@ -51,8 +51,10 @@
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | yes | yes | as `&[T]` and `&mut [T]` |
 //! | [`Event`], [`Module`], [`Function`], [`Program`] | yes | yes | thread-safe in C; released in `Drop` only |
 //! | [`HostBuffer<T>`] | yes | yes | as `Box<[T]>`; the pool's free is thread-safe |
-//! | [`Registered<'a, T>`] | yes | yes | as `&'a mut [T]` |
+//! | [`Registered<T>`] | yes | yes | as `Vec<T>`, which it owns |
+//! | [`RegisteredSlice<'a, T>`] | yes | yes | as `&'a mut [T]` |
 //! | [`Transfer<'d, H>`] | if `H` is | if `H` is | owns `H` and an [`Event`] |
+//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`] | yes | yes | plain data, and what it hands back |
 //!
 //! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
 //! may move it between worker threads; each call is synchronous and made
@@ -62,6 +64,19 @@
 //! API of its own (and needs no executor): a call blocks as the C function
 //! does.  See docs/rust.md.
 //!
+//! # Lifetimes
+//!
+//! Whatever safe code does, `std::mem::forget` included, the device never
+//! writes host memory that Rust may free or reuse: page-locked memory goes
+//! to the asynchronous copies by value ([`HostBuffer`], a [`Registered`]
+//! `Vec`, a [`RegisteredSlice`] that cannot leave its
+//! [`Runtime::with_host_registered`] scope), and each owner lets go of it
+//! only once no stream can still use it, or leaks it.  Device memory is
+//! freed in order on its buffer's own stream; work on *other* streams that
+//! uses a buffer must be finished (or ordered with an [`Event`]) before the
+//! buffer goes, which the types do not check.  docs/rust.md, "Lifetime
+//! rules", says what each type keeps alive and what a failed call leaves.
+//!
 //! License: MIT OR Apache-2.0 (LICENSE, LICENSE-MIT and LICENSE-APACHE at
 //! the top of the repository).
 
@@ -69,6 +84,7 @@ pub use tenferro_gpu_sys as sys;
 
 pub mod cublas;
 
+mod async_copy;
 mod callback;
 mod device;
 mod error;
@@ -77,6 +93,9 @@ mod kernels;
 mod library;
 mod log;
 mod memory;
+mod pending_copies;
+mod registration;
+mod retirement;
 mod runtime;
 mod stream;
 mod stream_work;
@@ -87,14 +106,17 @@ use std::ffi::CStr;
 pub use callback::CALLBACK_PANICKED;
 pub use device::{device_count, device_info, devices, gpu_available, DeviceProperties};
 pub use error::{clear_last_error, last_error, status_string, CodeDomain, Error, Result, Status};
-pub use host::{HostBuffer, HostPoolStats, PinnedMemory, Registered, Transfer};
+pub use async_copy::{PinnedMemory, Transfer};
+pub use host::{HostBuffer, HostPoolStats};
+pub use registration::{RegisterError, Registered, RegisteredSlice, UnregisterError};
 pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConfig, Module, Program};
 pub use library::load;
 pub use log::{reset_log_callback, set_log_callback, LogLevel};
 pub use memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use runtime::{Capability, Runtime, RuntimeOptions};
 pub use stream::Stream;
-pub use stream_work::{Event, PointerMode, RetirementStats};
+pub use retirement::RetirementStats;
+pub use stream_work::{Event, PointerMode};
 
 /// Version of the loaded library as (major, minor, patch).  Errors:
 /// LibraryNotFound without libtenferro_gpu.so.1.

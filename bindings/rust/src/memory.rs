@@ -64,6 +64,8 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::{Error, Result};
+use crate::retirement::{free_in_release, Retired};
+use crate::runtime::Capability;
 use crate::stream::Stream;
 
 /// Element types of device memory: plain numbers (and arrays of them),
@@ -155,12 +157,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// Gives up ownership without freeing; returns the device address.
     pub fn into_raw(self) -> u64 {
-        let ptr = self.ptr;
+        self.into_parts().1
+    }
+
+    /// The stream and the address, without freeing.
+    fn into_parts(self) -> (Stream, u64) {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again but for its stream,
-        // moved out once here and dropped.
-        drop(unsafe { std::ptr::read(&this.stream) });
-        ptr
+        // moved out once here.
+        (unsafe { std::ptr::read(&this.stream) }, this.ptr)
     }
 
     /// The device address (a `CUdeviceptr`; 0 for an empty buffer), for
@@ -235,21 +240,34 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Frees the memory now, on its stream, and reports the library's error
     /// (Drop ignores it; the memory is then leaked, never freed twice).
     pub fn free(self) -> Result<()> {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again but for moving its
-        // stream out, once.
-        let stream = unsafe { std::ptr::read(&this.stream) };
-        stream.free_raw(this.ptr)
+        let (stream, ptr) = self.into_parts();
+        stream.free_raw(ptr)
     }
 
     /// Frees the memory once the device has passed the work queued so far
-    /// on the buffer's stream, without waiting ([`Stream::retire`]).  The
-    /// runtime stays alive until the release runs (a later sync, poll or
-    /// retire on any of its handles).  On an error other than
-    /// InvalidArgument the memory is leaked, as the device may still use it.
+    /// on the buffer's stream, without waiting.  With stream-ordered
+    /// allocation ([`Capability::StreamOrderedAlloc`]) that is what
+    /// [`DeviceBuffer::free`] does; otherwise the free is a retirement
+    /// ([`Stream::retire`]), run by a later sync, poll or retire of the
+    /// runtime, or at its teardown, when the memory goes with the primary
+    /// context.  The pending free holds no reference to the runtime, so
+    /// dropping every handle still tears it down.  On an error other than
+    /// InvalidArgument and InvalidHandle the memory is leaked, as the
+    /// device may still use it.
+    ///
+    /// [`Capability::StreamOrderedAlloc`]: crate::Capability::StreamOrderedAlloc
     pub fn retire(self) -> Result<()> {
-        let stream = self.stream.clone();
-        stream.retire(move || drop(self))
+        let runtime = self.stream.runtime();
+        if self.ptr == 0 || runtime.supports(Capability::StreamOrderedAlloc)? {
+            return self.free(); // ordered on the stream, and never waits
+        }
+        let identity = runtime.identity()?;
+        let (stream, ptr) = self.into_parts();
+        let release = Box::new(move || free_in_release(identity, ptr));
+        match stream.runtime().retire_boxed(release) {
+            (Retired::Refused, Err(e)) => stream.free_raw(ptr).and(Err(e)),
+            (_, result) => result,
+        }
     }
 }
 

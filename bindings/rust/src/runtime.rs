@@ -10,6 +10,8 @@ use crate::callback::{with_context_trampoline, Frame};
 use crate::device::DeviceProperties;
 use crate::error::{check, out_param, Result};
 use crate::library::{api, defaults};
+use crate::pending_copies;
+use crate::retirement::running_releases;
 use crate::stream::Stream;
 use crate::sys;
 
@@ -346,8 +348,11 @@ impl Runtime {
     /// DeviceFault, RuntimeState, Cuda.
     pub fn sync(&self) -> Result<()> {
         let lib = api()?;
+        let since = pending_copies::generation();
         // SAFETY: a live handle.
-        check(unsafe { lib.tf_runtime_sync(self.as_raw()) })
+        check(running_releases(self, || unsafe { lib.tf_runtime_sync(self.as_raw()) }))?;
+        pending_copies::synced(self, since);
+        Ok(())
     }
 }
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Work on the slot streams: cuBLAS and any library's work with closures,
-//! ordering between slots, [`Event`]s and retirement.
+//! ordering between slots, [`Event`]s.  Retirement is in retirement.rs.
 
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 
-use crate::callback::{cublas_trampoline, release_trampoline, stream_trampoline, Frame, Release};
+use crate::callback::{cublas_trampoline, stream_trampoline, Frame};
 use crate::error::{check, out_param, Result};
 use crate::library::api;
 use crate::runtime::Runtime;
@@ -26,22 +26,6 @@ impl PointerMode {
             PointerMode::Device => sys::TF_CUBLAS_POINTER_MODE_DEVICE,
         }
     }
-}
-
-/// A consistent snapshot of a runtime's retirement counters
-/// (`tf_retirement_stats`).  Every accepted retirement (queued: `deferred`;
-/// never queued, once its stream wait returned: `barrier_fallbacks`) is in
-/// exactly one of released, leaked and in_flight: `deferred +
-/// barrier_fallbacks == released + leaked + in_flight` in every snapshot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetirementStats {
-    pub capacity: u32,
-    pub deferred: u64,
-    pub released: u64,
-    pub barrier_fallbacks: u64,
-    pub leaked: u64,
-    pub in_flight: u64,
-    pub max_in_flight: u64,
 }
 
 impl Runtime {
@@ -126,74 +110,6 @@ impl Runtime {
         let lib = api()?;
         // SAFETY: live handles.
         check(unsafe { lib.tf_event_wait(self.as_raw(), event.as_raw()) })
-    }
-
-    /// Runs `release` once the device has finished the work queued so far
-    /// on this thread's slot, without making the host wait
-    /// (`tf_workspace_retire`): typically dropping device memory or host
-    /// buffers that queued work still uses.  It runs exactly once, on the
-    /// thread of a later `retire`, [`Runtime::poll_retirements`] or
-    /// [`Runtime::sync`] on any slot, or at the runtime's teardown (then it
-    /// must not call this runtime).  A panic in it is caught and dropped.
-    ///
-    /// If the library refuses (InvalidArgument, InvalidHandle) `release` is
-    /// dropped without running.  On any other error the device may still
-    /// use what `release` owns, so it is leaked, never dropped.
-    ///
-    /// `release` must be `Send`: it may run on another thread.  This does
-    /// not compile (an `Rc` is not `Send`):
-    ///
-    /// ```compile_fail,E0277
-    /// # fn f(rt: &tenferro_gpu::Runtime) {
-    /// let shared = std::rc::Rc::new(vec![0u8; 16]);
-    /// rt.retire(move || drop(shared));
-    /// # }
-    /// ```
-    pub fn retire<F>(&self, release: F) -> Result<()>
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let lib = api()?;
-        let resource: *mut Release = Box::into_raw(Box::new(Box::new(release) as Release));
-        // SAFETY: release_trampoline takes back exactly this box, once.
-        let status = unsafe {
-            lib.tf_workspace_retire(
-                self.as_raw(),
-                resource.cast(),
-                Some(release_trampoline),
-                std::ptr::null_mut(),
-            )
-        };
-        if status == sys::TF_ERROR_INVALID_ARGUMENT || status == sys::TF_ERROR_INVALID_HANDLE {
-            // SAFETY: the library did not take the resource.
-            drop(unsafe { Box::from_raw(resource) });
-        }
-        check(status)
-    }
-
-    /// Runs the releases of every retirement the device has passed, on all
-    /// slots, without waiting (`tf_workspace_poll`).
-    pub fn poll_retirements(&self) -> Result<()> {
-        let lib = api()?;
-        // SAFETY: a live handle.
-        check(unsafe { lib.tf_workspace_poll(self.as_raw()) })
-    }
-
-    /// The runtime's retirement counters (`tf_workspace_stats`).
-    pub fn retirement_stats(&self) -> Result<RetirementStats> {
-        let lib = api()?;
-        // SAFETY: the struct's own init, a live handle.
-        let mut raw = unsafe { sys::initialised(lib.tf_retirement_stats_init) };
-        check(unsafe { lib.tf_workspace_stats(self.as_raw(), &mut raw) })?;
-        Ok(RetirementStats {
-            capacity: raw.capacity,
-            deferred: raw.deferred,
-            released: raw.released,
-            barrier_fallbacks: raw.barrier_fallbacks,
-            leaked: raw.leaked,
-            in_flight: raw.in_flight,
-            max_in_flight: raw.max_in_flight,
-        })
     }
 }
 

@@ -14,6 +14,7 @@ use std::os::raw::c_void;
 use crate::error::{check, out_param, Error, Result};
 use crate::library::api;
 use crate::memory::{byte_len, AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr};
+use crate::pending_copies;
 use crate::runtime::Runtime;
 use crate::stream::Stream;
 use crate::sys;
@@ -40,7 +41,9 @@ impl Stream {
 
     /// Copies `src` into `dst` (of the same length), queued on this stream
     /// (`tf_upload`); `src` may be reused on return, later work on this
-    /// stream sees the data.
+    /// stream sees the data.  On failure a page-locked `src` may still be
+    /// read until a sync of the stream succeeds: its owner waits for that
+    /// before it lets go.
     pub fn upload<T: DeviceRepr>(
         &self,
         src: &[T],
@@ -52,7 +55,8 @@ impl Stream {
     }
 
     /// Fills `dst` from `src` (of the same length) after the work queued on
-    /// this stream (`tf_download`).  On failure `dst` may be partly written.
+    /// this stream (`tf_download`).  On failure `dst` may be partly written,
+    /// a page-locked one still by the device ([`Runtime::download`]).
     pub fn download<T: DeviceRepr>(
         &self,
         src: &impl AsDeviceSlice<T>,
@@ -131,18 +135,30 @@ impl Runtime {
         let n = byte_len::<T>(src.len(), "Runtime::upload")?;
         let lib = api()?;
         // SAFETY: src is readable for n bytes during the call.
-        check(unsafe { lib.tf_upload(self.as_raw(), src.as_ptr().cast(), dst, n) })
+        let status = unsafe { lib.tf_upload(self.as_raw(), src.as_ptr().cast(), dst, n) };
+        let result = check(status);
+        // A page-locked src may still be read (pending_copies.rs).
+        pending_copies::after_failed_copy(self, src.as_ptr().cast(), n, status);
+        result
     }
 
     /// Fills `dst` from device memory at the raw address `src` after the
     /// work queued on the calling thread's slot (`tf_download`).  On failure
-    /// `dst` may be partly written.
+    /// `dst` may be partly written, and a page-locked one (a [`HostBuffer`]
+    /// or a registration) may still be written by the device until a sync
+    /// of the slot succeeds: its owner waits for that before it lets go.
+    ///
+    /// [`HostBuffer`]: crate::HostBuffer
     pub fn download<T: DeviceRepr>(&self, src: u64, dst: &mut [T]) -> Result<()> {
+        let n = byte_len::<T>(dst.len(), "Runtime::download")?;
         // SAFETY: dst is writable for its length.
-        unsafe { self.download_raw(src, dst.as_mut_ptr(), dst.len()) }
+        let status = unsafe { self.tf_download(src, dst.as_mut_ptr().cast(), n) }?;
+        let result = check(status);
+        pending_copies::after_failed_copy(self, dst.as_ptr().cast(), n, status);
+        result
     }
 
-    /// `tf_download` of `len` values into `dst`.
+    /// `tf_download` of `len` values into fresh (pageable) memory at `dst`.
     ///
     /// # Safety
     /// `dst` must be writable for `len` values of `T`; they need not be
@@ -154,10 +170,17 @@ impl Runtime {
         len: usize,
     ) -> Result<()> {
         let n = byte_len::<T>(len, "Runtime::download")?;
-        let lib = api()?;
-        // A Rust allocation is pageable memory unless the caller registered
-        // it with CUDA: then no device write can outlive the call.
-        check(lib.tf_download(self.as_raw(), src, dst.cast(), n))
+        // Memory the caller has not seen yet is pageable: no device write
+        // outlives the call.
+        check(self.tf_download(src, dst.cast(), n)?)
+    }
+
+    /// The status of `tf_download` of `n` bytes into `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `n` bytes.
+    unsafe fn tf_download(&self, src: u64, dst: *mut c_void, n: usize) -> Result<sys::tf_status> {
+        Ok(api()?.tf_download(self.as_raw(), src, dst, n))
     }
 
     /// Reads one small value (at most [`sys::TF_SCALAR_DOWNLOAD_MAX_BYTES`]

@@ -4,7 +4,7 @@
 //! refuses to start it.  The parent test runs this test binary again, as a
 //! child, with the library out of reach.
 
-use std::process::Command;
+use crate::support::run_child;
 
 #[cfg(not(feature = "linked"))]
 use tenferro_gpu::{self as tg, sys, LaunchConfig, Runtime, RuntimeOptions, Status};
@@ -14,26 +14,14 @@ const CHILD: &str = "absent::child_without_the_library";
 #[cfg(not(feature = "linked"))]
 const MISSING: &str = "/nonexistent/tenferro/libtenferro_gpu.so.1";
 
-/// This test binary, run again with `args` and the environment changed by
-/// `setup`; its exit code and its output.
-fn run_child(args: &[&str], setup: impl FnOnce(&mut Command)) -> (Option<i32>, String) {
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command.args(args);
-    setup(&mut command);
-    let out = command.output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code(), text)
-}
-
 #[cfg(not(feature = "linked"))]
 #[test]
 fn a_program_starts_without_the_library_and_reports_no_gpu() {
-    let (code, text) =
+    let (status, text) =
         run_child(&["--exact", CHILD, "--ignored", "--nocapture", "--test-threads=1"], |c| {
             c.env(sys::LIBRARY_PATH_VARIABLE, MISSING);
         });
-    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(status.code(), Some(0), "{text}");
     assert!(text.contains("1 passed"), "{text}");
     assert!(text.contains("no GPU: tenferro-gpu: cannot load /nonexistent/tenferro/"), "{text}");
 }
@@ -67,9 +55,10 @@ fn child_without_the_library() {
 #[cfg(feature = "linked")]
 #[test]
 fn a_linked_program_does_not_start_without_the_library() {
-    let (code, text) = run_child(&["--list"], |c| {
+    let (status, text) = run_child(&["--list"], |c| {
         c.env_remove("LD_LIBRARY_PATH");
     });
+    let code = status.code();
     if code == Some(0) {
         eprintln!("libtenferro_gpu.so.1 is installed where the loader looks: nothing to show here");
         return;

@@ -2,6 +2,7 @@
 //! Statuses become `Error`s carrying the record of the failing call, read
 //! on the failing thread right after the call.
 
+use std::fmt;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
@@ -27,6 +28,35 @@ fn status_values_round_trip_and_have_descriptions() {
     assert_eq!(tg::status_string(1000), "unknown status");
     assert_eq!(CodeDomain::from_raw(4), CodeDomain::Callback);
     assert_eq!(CodeDomain::from_raw(42), CodeDomain::Other(42));
+}
+
+#[test]
+fn statuses_display_the_librarys_text_without_the_library() {
+    let _s = serial();
+    for status in Status::all() {
+        // the crate's own text is the library's (tf_status_string)
+        assert_eq!(status.to_string(), status.description(), "{status:?}");
+    }
+    assert_eq!(Status::InvalidArgument.to_string(), "invalid argument");
+    assert_eq!(format!("{}", Status::Other(99)), "unknown status 99");
+}
+
+fn assert_error<E: std::error::Error + fmt::Debug + fmt::Display + Send + Sync + 'static>() {}
+
+#[test]
+fn every_public_error_type_is_a_well_behaved_error() {
+    assert_error::<tg::Error>();
+    assert_error::<tg::RegisterError<f32>>();
+    assert_error::<tg::UnregisterError<u8>>();
+    assert_error::<tg::sys::LoadError>();
+    assert_error::<tg::sys::MissingFunction>();
+    fn display_debug_send_sync<T: fmt::Display + fmt::Debug + Send + Sync + Copy + Eq>() {}
+    display_debug_send_sync::<Status>();
+    let _s = serial();
+    let e = Runtime::new(0).unwrap().bind_slot(-1).unwrap_err();
+    assert!(std::error::Error::source(&e).is_none(), "a leaf: the message is complete");
+    let boxed: Box<dyn std::error::Error + Send + Sync> = e.clone().into();
+    assert_eq!(boxed.to_string(), e.message());
 }
 
 #[test]

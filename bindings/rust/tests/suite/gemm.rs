@@ -139,3 +139,26 @@ fn double_a_refused_gemm_is_a_provider_error() {
     let e = stream.gemm(&Gemm::new(2, 2, 2), 1.0f32, &buf, &buf, 0.0, &mut c).unwrap_err();
     assert_eq!((e.status(), e.code(), e.code_domain()), (Status::Provider, 13, CodeDomain::Cublas));
 }
+
+#[test]
+fn a_shape_whose_extent_overflows_is_an_invalid_argument() {
+    let _s = serial();
+    let stream = Runtime::new(0).unwrap().stream(0).unwrap();
+    let (a, b) = (stream.alloc::<f32>(3).unwrap(), stream.alloc::<f32>(3).unwrap());
+    let mut c = stream.alloc::<f32>(1).unwrap();
+    let big = usize::MAX;
+    // Each operand's extent (cols - 1) * ld + rows, in both of its products.
+    let shapes = [
+        (Gemm::new(1, 1, 3).leading(big, 3, 1), "a: a 1x3 matrix"),
+        (Gemm::new(3, 1, 1).trans(Op::T, Op::N).leading(big, 1, 3), "a: a 1x3 matrix"),
+        (Gemm::new(1, 3, 1).leading(1, big, 1), "b: a 1x3 matrix"),
+        (Gemm::new(1, 1, 3).trans(Op::N, Op::T).leading(1, big, 1), "b: a 1x3 matrix"),
+        (Gemm::new(1, 3, 1).leading(1, 1, big), "c: a 1x3 matrix"),
+        (Gemm::new(2, 2, 0).leading(2, 1, big - 1), "c: a 2x2 matrix"), // the sum overflows
+    ];
+    for (shape, what) in shapes {
+        let e = stream.gemm(&shape, 1.0, &a, &b, 0.0, &mut c).unwrap_err();
+        assert_eq!((e.status(), e.operation()), (Status::InvalidArgument, "Runtime::gemm"), "{e}");
+        assert!(e.message().contains(what), "{what}: {e}");
+    }
+}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Page-locked host memory and asynchronous copies: HostBuffer, Registered,
-//! Transfer, the pool's stats and trim, and the optional 1.1 functions.
+//! Page-locked host memory and asynchronous copies: HostBuffer, Transfer,
+//! the pool's stats and trim, and the optional 1.1 functions (registration:
+//! registration.rs).
 
-use tenferro_gpu::{sys, HostBuffer, HostPoolStats, Registered, Runtime, Status, Transfer};
+use tenferro_gpu::{sys, HostBuffer, HostPoolStats, Runtime, Status, Transfer};
 
 use crate::support::{self, serial};
 
@@ -11,7 +12,6 @@ fn assert_send_sync<T: Send + Sync>() {}
 #[test]
 fn host_types_are_send_and_sync() {
     assert_send_sync::<HostBuffer<f32>>();
-    assert_send_sync::<Registered<'static, u8>>();
     assert_send_sync::<Transfer<'static, HostBuffer<f64>>>();
     assert_send_sync::<HostPoolStats>();
 }
@@ -92,29 +92,7 @@ fn double_transfer_reports_pending_work_until_the_device_runs_it() {
 }
 
 #[test]
-fn registered_memory_takes_async_copies_and_is_unregistered_on_drop() {
-    let _s = serial();
-    let rt = Runtime::new(0).unwrap();
-    let stream = rt.stream(0).unwrap();
-    let mut data: Vec<u16> = (0..4096).collect();
-    let mut out = vec![0u16; 4096];
-    let mut buf = stream.alloc::<u16>(4096).unwrap();
-    {
-        let reg = rt.host_register(&mut data).unwrap();
-        assert_eq!(rt.host_stats().unwrap().bytes_registered, 8192);
-        let reg = stream.upload_async(reg, &mut buf).unwrap().wait().unwrap();
-        reg.record_use(&stream).unwrap();
-        let back = rt.host_register(&mut out).unwrap();
-        let back = stream.download_async(&buf, back).unwrap().wait().unwrap();
-        assert_eq!(back[4095], 4095);
-        back.unregister().unwrap();
-    }
-    assert_eq!(rt.host_stats().unwrap().bytes_registered, 0);
-    assert_eq!(out, data);
-}
-
-#[test]
-fn async_copies_check_lengths_and_registration_refuses_empty_memory() {
+fn async_copies_check_lengths() {
     let _s = serial();
     let rt = Runtime::new(0).unwrap();
     let stream = rt.stream(0).unwrap();
@@ -124,8 +102,6 @@ fn async_copies_check_lengths_and_registration_refuses_empty_memory() {
     let e =
         stream.upload_async(rt.host_alloc::<u8>(8).unwrap(), &mut buf.slice_mut(..4)).unwrap_err();
     assert_eq!((e.status(), e.operation()), (Status::InvalidArgument, "Stream::upload_async"));
-    let e = rt.host_register::<u8>(&mut []).unwrap_err();
-    assert_eq!((e.status(), e.operation()), (Status::InvalidArgument, "tf_host_register"));
 }
 
 #[test]
@@ -142,10 +118,6 @@ fn double_driver_failures_reach_the_caller() {
     double.inject("cuMemcpyDtoHAsync", 1, support::CUDA_ERROR_UNKNOWN, 1);
     let e = stream.download_async(&buf, host).unwrap_err();
     assert_eq!((e.status(), e.operation()), (Status::Cuda, "tf_download_async"));
-    let mut data = [0u8; 4096];
-    double.inject("cuMemHostRegister", 1, support::CUDA_ERROR_UNKNOWN, 1);
-    let e = rt.host_register(&mut data).unwrap_err();
-    assert_eq!((e.status(), e.call()), (Status::Cuda, "cuMemHostRegister"));
 }
 
 #[test]

@@ -183,3 +183,13 @@ fn a_1_0_library_lacks_the_program_reference_functions() {
     assert!(missing.to_string().contains("too old"), "{missing}");
     assert!(lib.tf_program_retain.is_some() && lib.tf_program_release_checked.is_some());
 }
+
+#[test]
+fn a_linear_launch_never_overflows_its_block_count() {
+    let config = LaunchConfig::linear(u32::MAX, 256);
+    let raw = config.as_raw();
+    assert_eq!((raw.grid_x, raw.block_x), (16_777_216, 256)); // ceil((2^32 - 1) / 256)
+    assert_eq!(LaunchConfig::linear(u32::MAX, u32::MAX).as_raw().grid_x, 1);
+    assert_eq!(LaunchConfig::linear(u32::MAX, 1).as_raw().grid_x, u32::MAX);
+    assert_eq!(LaunchConfig::linear(0, 32).as_raw().grid_x, 1);
+}

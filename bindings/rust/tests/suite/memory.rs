@@ -174,24 +174,97 @@ fn double_a_buffer_is_freed_on_its_stream_whichever_thread_drops_it() {
     assert_eq!(d.refcount(), 0);
 }
 
+/// Runs `f` with the double's device answering whether it has memory pools
+/// (`pools`: 1 stream-ordered allocation, 0 cuMemAlloc / cuMemFree).
+fn with_pools(pools: i32, f: impl FnOnce()) {
+    let d = support::double();
+    unsafe { (d.set_attribute)(0, support::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, pools) };
+    f();
+    unsafe { (d.set_attribute)(0, support::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1) };
+}
+
+/// `f(pools)` with memory pools, then without.
+fn with_and_without_pools(f: impl Fn(i32)) {
+    for pools in [1, 0] {
+        with_pools(pools, || f(pools));
+    }
+}
+
 #[test]
 fn double_retire_frees_once_the_device_has_passed() {
     let _s = serial();
     let d = support::double();
-    let before = d.count(support::TFD_DEVICE_ALLOCS);
-    let rt = Runtime::new(0).unwrap();
-    let stream = rt.stream(0).unwrap();
-    let buf = stream.alloc::<u8>(64).unwrap();
-    stream.cu_stream().unwrap();
-    unsafe { (d.set_async_pending)(1) };
-    buf.retire().unwrap();
-    rt.poll_retirements().unwrap();
-    assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1);
-    stream.sync().unwrap(); // passes the retirement: its release queues the free ...
-    stream.sync().unwrap(); // ... which the stream then runs
-    assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before);
-    let stats = rt.retirement_stats().unwrap();
-    assert!(stats.deferred >= 1 && stats.released == stats.deferred && stats.in_flight == 0);
+    with_and_without_pools(|pools| {
+        let before = d.count(support::TFD_DEVICE_ALLOCS);
+        let rt = Runtime::new(0).unwrap();
+        let stream = rt.stream(0).unwrap();
+        let buf = stream.alloc::<u8>(64).unwrap();
+        stream.sync().unwrap();
+        unsafe { (d.set_async_pending)(1) };
+        buf.retire().unwrap(); // never waits
+        rt.poll_retirements().unwrap();
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1, "pools {pools}");
+        stream.sync().unwrap(); // passes the retirement, or runs the queued free
+        stream.sync().unwrap();
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before, "pools {pools}");
+        let stats = rt.retirement_stats().unwrap();
+        // With pools the free is stream-ordered: no retirement is needed.
+        assert_eq!(stats.deferred, if pools == 1 { 0 } else { 1 }, "pools {pools}");
+        assert!(stats.released == stats.deferred && stats.in_flight == 0);
+        unsafe { (d.set_async_pending)(0) };
+    });
+}
+
+#[test]
+fn double_a_retired_buffer_does_not_keep_its_runtime_alive() {
+    let _s = serial();
+    let d = support::double();
+    with_and_without_pools(|pools| {
+        let before = d.count(support::TFD_DEVICE_ALLOCS);
+        let rt = Runtime::new(0).unwrap();
+        let stream = rt.stream(0).unwrap();
+        stream.alloc::<u8>(64).unwrap().retire().unwrap();
+        drop((stream, rt));
+        assert_eq!(d.refcount(), 0, "pools {pools}: the pending release holds the runtime");
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before, "pools {pools}");
+    });
+}
+
+#[test]
+fn double_a_retirement_released_at_teardown_leaves_the_memory_to_the_context() {
+    let _s = serial();
+    let d = support::double();
+    with_pools(0, || {
+        let before = d.count(support::TFD_DEVICE_ALLOCS);
+        let keeper = Runtime::new(0).unwrap(); // holds the primary context
+        let rt = Runtime::new(0).unwrap();
+        let stream = rt.stream(0).unwrap();
+        stream.alloc::<u8>(64).unwrap().retire().unwrap();
+        drop((stream, rt)); // the release runs in the teardown: no call into it
+        assert_eq!(d.refcount(), 1);
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1);
+        drop(keeper); // the context goes, and its memory with it
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before);
+    });
+}
+
+#[test]
+fn double_a_retirement_frees_through_whichever_handle_runs_it() {
+    let _s = serial();
+    let d = support::double();
+    with_pools(0, || {
+        let before = d.count(support::TFD_DEVICE_ALLOCS);
+        let rt = Runtime::new(0).unwrap();
+        let s0 = rt.stream(0).unwrap();
+        let buf = s0.alloc::<u8>(64).unwrap();
+        buf.retire().unwrap();
+        drop(s0); // the handle it was retired through, and the buffer's
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before + 1);
+        let other = rt.stream(0).unwrap(); // another handle of the slot
+        other.sync().unwrap(); // runs the release: it frees through `other`
+        assert_eq!(d.count(support::TFD_DEVICE_ALLOCS), before);
+        assert_eq!(rt.retirement_stats().unwrap().released, 1);
+    });
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! other test runs against the double and a real GPU alike.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CString};
+use std::process::{Command, ExitStatus};
 use std::ptr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -296,4 +297,23 @@ pub fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
+}
+
+/// This test binary, run again with `args` and the environment changed by
+/// `setup`; how it ended and its output.
+pub fn run_child(args: &[&str], setup: impl FnOnce(&mut Command)) -> (ExitStatus, String) {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(args);
+    setup(&mut command);
+    let out = command.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status, text)
+}
+
+/// Runs the ignored test `name` (its full path, `module::test`) alone in a
+/// child process; how it ended and its output.  For tests that leak on
+/// purpose (`std::mem::forget`) or end the process.
+pub fn run_ignored_child(name: &str) -> (ExitStatus, String) {
+    run_child(&["--exact", name, "--ignored", "--nocapture", "--test-threads=1"], |_| {})
 }

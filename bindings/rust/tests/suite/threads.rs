@@ -10,7 +10,8 @@ use std::thread;
 
 use tenferro_gpu::{
     sys, CompileOptions, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Event, Function,
-    LaunchConfig, Module, Program, Runtime, RuntimeOptions, Stream,
+    HostBuffer, LaunchConfig, Module, Program, Registered, RegisteredSlice, Runtime,
+    RuntimeOptions, Stream, Transfer,
 };
 
 use crate::support::{self, serial};
@@ -30,6 +31,10 @@ fn every_handle_and_memory_type_is_send_and_sync() {
     assert_send_sync::<Module>();
     assert_send_sync::<Function>();
     assert_send_sync::<Program>();
+    assert_send_sync::<HostBuffer<f32>>();
+    assert_send_sync::<Registered<u8>>();
+    assert_send_sync::<RegisteredSlice<'static, u8>>();
+    assert_send_sync::<Transfer<'static, HostBuffer<f64>>>();
     assert_send_sync::<Error>();
     assert_send_sync::<RuntimeOptions>();
     assert_send_sync::<LaunchConfig>();
