@@ -43,6 +43,16 @@ func (e *Error) Is(target error) bool {
 	return ok && s == e.Status
 }
 
+// As sets a *Status target to e.Status, so that errors.As(err, &status)
+// reads the status of an error however deeply it was wrapped.
+func (e *Error) As(target interface{}) bool {
+	s, ok := target.(*Status)
+	if ok {
+		*s = e.Status
+	}
+	return ok
+}
+
 // bindingError is an error detected by this package before the library was
 // called (a value that does not fit the C type, a closed Runtime), shaped
 // like the library's own: "op: detail".

@@ -220,6 +220,9 @@ func (b *Buffer[T]) ToSlice() ([]T, error) {
 	return out, nil
 }
 
+// Close is Free: a Buffer is an io.Closer.
+func (b *Buffer[T]) Close() error { return b.Free() }
+
 // Free releases the memory (tf_free, through the buffer's Runtime); a
 // second Free does nothing.  See Runtime.Free for the ordering rules.
 func (b *Buffer[T]) Free() error {

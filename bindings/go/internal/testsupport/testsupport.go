@@ -377,3 +377,10 @@ func (d *Double) DeviceWrite(dptr uint64, src []byte) bool {
 func (d *Double) DeviceRead(dptr uint64, dst []byte) bool {
 	return C.ts_device_rw(d.call("tfd_device_read"), C.uint64_t(dptr), unsafe.Pointer(&dst[0]), C.size_t(len(dst))) == 0
 }
+
+// CMalloc is n bytes of C memory (malloc), which Go does not manage: what
+// HostRegister takes from a C library.  Free it with CFree.
+func CMalloc(n int) unsafe.Pointer { return C.malloc(C.size_t(n)) }
+
+// CFree frees what CMalloc returned.
+func CFree(p unsafe.Pointer) { C.free(p) }
