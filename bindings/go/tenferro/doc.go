@@ -65,6 +65,10 @@
 //     Close refuses while a runtime has it registered.
 //   - Until an asynchronous copy's Event is done its host memory belongs to
 //     the device; Close of its HostBuffer is safe meanwhile (the pool waits).
+//   - After a failed synchronous Download or Upload through page-locked
+//     memory the device may still use it: Close of its HostBuffer or
+//     Registration keeps it from reuse until that stream has passed the
+//     copy, or leaks it (ErrLeaked).
 //
 // # Errors
 //
@@ -72,8 +76,8 @@
 // ...Context variants may also return a *PendingWorkError): use errors.As
 // to read its Status, Op (the tf_* function that failed), Call (the CUDA,
 // cuBLAS or NVRTC call inside it), Code and Message, or errors.Is with a
-// Status value or a sentinel (ErrNotAvailable, ErrLibraryTooOld);
-// errors.As with a *Status reads the status alone:
+// Status value or a sentinel (ErrNotAvailable, ErrLibraryTooOld,
+// ErrLeaked); errors.As with a *Status reads the status alone:
 //
 //	if errors.Is(err, tenferro.StatusDeviceFault) { ... }
 //

@@ -28,7 +28,7 @@ func TestErrorsFollowGoConventions(t *testing.T) {
 	if !errors.Is(wrapped, tenferro.StatusInvalidArgument) || errors.Is(wrapped, tenferro.StatusCUDA) {
 		t.Fatalf("errors.Is of %v against statuses", wrapped)
 	}
-	for _, sentinel := range []error{tenferro.ErrNotAvailable, tenferro.ErrLibraryTooOld} {
+	for _, sentinel := range []error{tenferro.ErrNotAvailable, tenferro.ErrLibraryTooOld, tenferro.ErrLeaked} {
 		if errors.Is(wrapped, sentinel) {
 			t.Errorf("a refused slot is %v", sentinel)
 		}
@@ -36,7 +36,7 @@ func TestErrorsFollowGoConventions(t *testing.T) {
 	if wrapped.Error() != "setting up: "+e.Message {
 		t.Fatalf("the wrapped message is %q", wrapped.Error())
 	}
-	sentinels := []error{tenferro.ErrNotAvailable, tenferro.ErrLibraryTooOld}
+	sentinels := []error{tenferro.ErrNotAvailable, tenferro.ErrLibraryTooOld, tenferro.ErrLeaked}
 	for i, a := range sentinels {
 		for j, b := range sentinels {
 			if (i == j) != errors.Is(a, b) {

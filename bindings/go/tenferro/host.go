@@ -37,7 +37,8 @@ var ErrLibraryTooOld = errors.New("tenferro: the loaded library is older than th
 //
 // Close (or Free) gives the block back to the pool.  It is safe while an
 // asynchronous copy still uses the block (the pool hands it out again only
-// once the device is done).  A HostBuffer dropped without Close is never reused: its memory
+// once the device is done), and after a failed synchronous copy (see
+// Close).  A HostBuffer dropped without Close is never reused: its memory
 // stays allocated until the process exits (no finalizer frees it, because
 // the raw views do not keep the HostBuffer reachable).  The block holds a
 // reference to its runtime, released by Close.
@@ -152,6 +153,15 @@ func (h *HostBuffer) RecordUse(q Queue) error {
 // runtime reference it holds; a second Close does nothing.  While a With
 // runs it returns nil, and the last With does it.  On an error the block
 // is leaked (never reused): do not use it either way.
+//
+// After a synchronous Download or Upload through the block failed (with a
+// status other than StatusInvalidArgument) the device may still use it:
+// the binding told the pool so, on the failed call's slot, and the pool
+// hands the block out again only once that stream has passed the copy.
+// If even that failed (the runtime saw a device fault; the block is
+// another runtime's), Close first waits for that slot as Sync does, and if
+// the wait fails it leaks the block and returns an error that unwraps to
+// ErrLeaked.
 func (h *HostBuffer) Close() error {
 	if h == nil || h.rt == nil || !h.scope.close() {
 		return nil
@@ -162,10 +172,14 @@ func (h *HostBuffer) Close() error {
 // Free is Close.
 func (h *HostBuffer) Free() error { return h.Close() }
 
-// release gives the block back; the scope calls it once.
+// release gives the block back, or leaks it; the scope calls it once.
 func (h *HostBuffer) release() error {
 	h.track.untrack()
 	defer h.rt.Close()
+	if err := h.track.settle(); err != nil {
+		h.track.drop()
+		return leakedError("tf_host_free", "the block", err)
+	}
 	return h.rt.do("tf_host_free", func(p unsafe.Pointer) error { return hostFree(p, h.block) })
 }
 
@@ -261,11 +275,20 @@ func (g *Registration) RecordUse(q Queue) error {
 // (tf_host_unregister) and releases the runtime reference; a second Close
 // does nothing.  On an error the range stays registered: call again, or
 // leave it to the runtime's last release; the memory must stay mapped.
+//
+// After a synchronous Download or Upload through the range failed (other
+// than StatusInvalidArgument), the binding told the runtime, on the
+// failed call's slot, that the range is in use there, so the wait covers
+// that stream; if even that failed, Close first waits for that slot (as
+// Sync does).
 func (g *Registration) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ptr == nil {
 		return nil
+	}
+	if err := g.track.settle(); err != nil {
+		return err
 	}
 	p := g.ptr
 	if err := g.rt.do("tf_host_unregister", func(rt unsafe.Pointer) error { return hostUnregister(rt, p) }); err != nil {

@@ -6,14 +6,17 @@ import (
 	"unsafe"
 )
 
-// The live HostBuffer blocks and Registration ranges, by address: what
-// HostMemory.Close asks about.
+// The live HostBuffer blocks and Registration ranges, by address: what a
+// failed synchronous copy and HostMemory.Close ask about.
 
 // hostRange is the memory of one live HostBuffer or Registration.  The
 // registry points at it, never at the HostBuffer or Registration, so that
 // a dropped Registration is still finalized.
 type hostRange struct {
 	start, end uintptr
+
+	mu    sync.Mutex
+	holds []slotHold // failed copies that may still use it (failed_copy.go)
 }
 
 // hostRanges are the live ranges (two registrations of one range by two

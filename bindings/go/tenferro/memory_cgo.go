@@ -23,12 +23,16 @@ func deviceFree(p unsafe.Pointer, ptr DevicePtr) error {
 	return takeError(C.go_tf_free(crt(p), C.uint64_t(ptr)))
 }
 
-func upload(p unsafe.Pointer, src unsafe.Pointer, dst DevicePtr, n uintptr) error {
-	return takeError(C.go_tf_upload(crt(p), src, C.uint64_t(dst), C.size_t(n)))
+func upload(p unsafe.Pointer, src unsafe.Pointer, dst DevicePtr, n uintptr) (failedCopy, error) {
+	var f C.tfgo_failed_copy
+	err := takeError(C.tfgo_upload(crt(p), src, C.uint64_t(dst), C.size_t(n), &f))
+	return failedCopy{recorded: Status(f.recorded), slot: int(f.slot)}, err
 }
 
-func download(p unsafe.Pointer, src DevicePtr, dst unsafe.Pointer, n uintptr) error {
-	return takeError(C.go_tf_download(crt(p), C.uint64_t(src), dst, C.size_t(n)))
+func download(p unsafe.Pointer, src DevicePtr, dst unsafe.Pointer, n uintptr) (failedCopy, error) {
+	var f C.tfgo_failed_copy
+	err := takeError(C.tfgo_download(crt(p), C.uint64_t(src), dst, C.size_t(n), &f))
+	return failedCopy{recorded: Status(f.recorded), slot: int(f.slot)}, err
 }
 
 func downloadScalar(p unsafe.Pointer, src DevicePtr, out unsafe.Pointer, n uintptr) error {

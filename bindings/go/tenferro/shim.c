@@ -226,6 +226,35 @@ TFGO_FUNCTIONS(TFGO_DEFINE_F, TFGO_DEFINE_R, TFGO_DEFINE_V, TFGO_DEFINE_OF, TFGO
 #undef TFGO_DEFINE_OF
 #undef TFGO_DEFINE_OV
 
+/* See shim.h.  The queries run after the copy's record was taken, so
+ * their own records cannot replace it. */
+static void tfgo_note_failed_copy(tf_runtime *rt, const tf_error_info *err, const void *host,
+                                  tfgo_failed_copy *failed) {
+    failed->recorded = TF_ERROR_INVALID_ARGUMENT;
+    failed->slot = -1;
+    if (err->status == TF_ERROR_INVALID_ARGUMENT) return; /* nothing was queued */
+    tf_error_info *use = go_tf_host_record_use(rt, (void *)host);
+    failed->recorded = use == NULL ? TF_OK : use->status;
+    tfgo_error_free(use);
+    tf_error_info *slot = go_tf_runtime_current_slot(rt, &failed->slot);
+    if (slot != NULL) failed->slot = -1;
+    tfgo_error_free(slot);
+}
+
+tf_error_info *tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len,
+                             tfgo_failed_copy *failed) {
+    tf_error_info *err = go_tf_download(rt, src, dst, len);
+    if (err != NULL) tfgo_note_failed_copy(rt, err, dst, failed);
+    return err;
+}
+
+tf_error_info *tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len,
+                           tfgo_failed_copy *failed) {
+    tf_error_info *err = go_tf_upload(rt, src, dst, len);
+    if (err != NULL) tfgo_note_failed_copy(rt, err, src, failed);
+    return err;
+}
+
 /* cuBLAS's GEMM prototypes with its enums and handle spelled as what they
  * are in its ABI (int, pointer): cublasSgemm_v2(handle, transa, transb, m,
  * n, k, alpha, A, lda, B, ldb, beta, C, ldc). */
