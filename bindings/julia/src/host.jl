@@ -9,22 +9,25 @@
 # after the block is freed or the range unregistered: the order does not
 # depend on which Julia finalizer runs first.
 
-# What the finalizer of a host_alloc array frees: the block and the
-# runtime reference it holds.  `done` makes the free happen once.
+# What the finalizer of a host_alloc block frees: the block and the runtime
+# reference it holds.  `done` makes the free happen once.
 mutable struct HostBuffer
     rt::Ptr{L.tf_runtime}   # retained for the block
     ptr::Ptr{Cvoid}
     nbytes::Int
     @atomic done::Bool
+    range::_HostRange
 end
 
-# tf_host_free, then the runtime reference; the status of the free.  Never
+# tf_host_free, then the runtime reference; the error, or nothing.  Never
 # throws or yields (it runs in finalizers).
 function _free_block(hb::HostBuffer)
-    (@atomicswap hb.done = true) && return L.TF_OK
+    (@atomicswap hb.done = true) && return nothing
+    _untrack(hb.range)
     status = L.tf_host_free(hb.rt, hb.ptr)
+    err = status == L.TF_OK ? nothing : _last_error(status)
     L.tf_runtime_release(hb.rt)
-    return status
+    return err
 end
 
 # Retains x's runtime pointer for an object of its own: the returned
@@ -36,19 +39,32 @@ function _retained(x::RuntimeHandle, op)
     end
 end
 
+# The Array over a block, and the object whose finalizer frees it: the one
+# that every array made of it keeps reachable.  From Julia 1.11 an Array is
+# a view of a Memory, and reshape, vec and views share the Memory without
+# keeping the Array that host_alloc returned: the finalizer goes on the
+# Memory.  Before, reshape and vec keep their parent Array, which owns the
+# data.
+@static if VERSION >= v"1.11"
+    _block_owner(a::Array) = getfield(getfield(a, :ref), :mem)
+else
+    _block_owner(a::Array) = a
+end
+
 """
     host_alloc(x::Stream or Runtime, T, dims...) -> Array{T}
 
 An `Array{T}` of `dims` over page-locked host memory from the runtime's
 caching pool (`tf_host_alloc`): the host side of [`download_async!`](@ref)
-and [`upload_async!`](@ref).  Not zeroed; `T` is a bits type.  The array
-owns the block: when it is garbage-collected (with every view of it, which
-holds it), or at `finalize(A)`, the block goes back to the pool
-(`tf_host_free`), which is safe while a copy still uses it (the pool reuses
-it only once the device is done).  Do not use `A` or its views after
-`finalize(A)`, and do not `resize!` it.  The block holds a reference to
-its runtime until then.  Throws `TF_ERROR_INVALID_ARGUMENT` for 0 bytes,
-`TF_ERROR_OUT_OF_MEMORY` when page-locked memory is exhausted.
+and [`upload_async!`](@ref).  Not zeroed; `T` is a bits type.  The block
+lives as long as any array made of it (`A` itself, `reshape`, `vec`,
+views): when the garbage collector has collected all of them, or at
+[`free`](@ref)`(A)`, it goes back to the pool (`tf_host_free`), which is
+safe while a copy still uses it (the pool reuses it only once the device
+is done).  Do not use `A` or arrays made of it after `free(A)`, and do not
+`resize!` it.  The block holds a reference to its runtime until then.
+Throws `TF_ERROR_INVALID_ARGUMENT` for 0 bytes, `TF_ERROR_OUT_OF_MEMORY`
+when page-locked memory is exhausted.
 """
 function host_alloc(x::RuntimeHandle, ::Type{T}, dims::Integer...) where {T}
     op = "tf_host_alloc"
@@ -64,10 +80,36 @@ function host_alloc(x::RuntimeHandle, ::Type{T}, dims::Integer...) where {T}
         L.tf_runtime_release(rt)
         throw(err)
     end
-    hb = HostBuffer(rt, out[], Int(n), false)
+    range = _track(out[], n)
+    hb = HostBuffer(rt, out[], Int(n), false, range)
+    range.block = hb
     a = unsafe_wrap(Array, Ptr{T}(out[]), Int.(dims); own=false)
-    finalizer(_ -> (_free_block(hb); nothing), a)
+    finalizer(_ -> (_free_block(hb); nothing), _block_owner(a))
     return a
+end
+
+"""
+    free(A::Array)
+
+Give the block of a [`host_alloc`](@ref) array back to the pool now
+(`tf_host_free`) instead of when the garbage collector collects it: `A`
+and every array made of it must not be used afterwards.  `A` may be any
+array that starts at the block (`reshape(A, ...)`, `vec(A)`).  Safe while
+an asynchronous copy still uses the block (the pool waits).  Throws
+`TF_ERROR_INVALID_ARGUMENT` for an array that does not start at a live
+block (also a second `free`).  On Julia 1.9 and 1.10 `finalize(A)`
+does the same; from 1.11 the block's finalizer is no longer `A`'s.
+"""
+function free(a::Array)
+    op = "tf_host_free"
+    r = _range_holding(UInt(pointer(a)))
+    if r === nothing || !(r.block isa HostBuffer) || r.start != UInt(pointer(a))
+        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op,
+                            "the array does not start at a live host_alloc block (freed already?)"))
+    end
+    err = _free_block(r.block)
+    err === nothing || throw(err)
+    return nothing
 end
 
 """

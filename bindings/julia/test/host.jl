@@ -17,13 +17,15 @@
             @test s.driver_allocations == before.driver_allocations + 1
             a .= 1
             @test sum(a) == 2000
-            finalize(a)                                   # back to the pool now
+            free(a)                                       # back to the pool now
             s = host_stats(rt)
             @test s.blocks_in_use == before.blocks_in_use && s.blocks_cached >= 1
             b = host_alloc(rt, UInt8, 5000)               # the cached block again
             @test host_stats(rt).driver_allocations == s.driver_allocations
-            finalize(b)
-            finalize(b)                                   # once only
+            free(reshape(b, 1000, 5))                     # any array that starts at the block
+            expect_error(() -> free(b), L.TF_ERROR_INVALID_ARGUMENT, "tf_host_free", "freed already")
+            expect_error(() -> free(zeros(UInt8, 16)), L.TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                         "does not start at a live host_alloc block")
             host_trim(rt)
             s = host_stats(rt)
             @test s.blocks_cached == 0 && s.bytes_cached == 0
@@ -76,8 +78,8 @@
                     expect_error(() -> download_async!(zeros(Float32, 257), buf),
                                  L.TF_ERROR_INVALID_ARGUMENT, "tf_download_async", "more than the buffer's")
                     record_use(s, dst)
-                    finalize(src)
-                    finalize(dst)
+                    free(src)
+                    free(dst)
                 end
             end
         end
@@ -95,7 +97,7 @@
                         ev = download_async!(dst, buf)
                         @test !isdone(ev)
                         @test dst == zeros(Float32, 4)   # not written before it runs
-                        finalize(dst)                     # safe: the pool waits
+                        free(dst)                         # safe: the pool waits
                         @test host_stats(s).pending_frees == 1
                         sync_event(ev)
                         close(ev)
@@ -158,10 +160,37 @@
                     a = host_alloc(rt, UInt8, 64)
                     tfd_fail("cuMemcpyDtoHAsync", 1, 999, 1)
                     expect_error(() -> download_async!(a, buf), L.TF_ERROR_CUDA, "tf_download_async")
-                    finalize(a)
+                    free(a)
                 end
             end
             @test tfd_primary_refcount(0) == 0
+        end
+    end
+
+    # From Julia 1.11 reshape and vec share the block's Memory without
+    # keeping the Array host_alloc returned: the block must live until the
+    # last of them is collected, not the first.
+    @testset "a block lives as long as any array made of it" begin
+        Runtime(0) do rt
+            before = host_stats(rt).blocks_in_use
+            a = host_alloc(rt, UInt8, 4096)
+            m = reshape(a, 64, 64)
+            v = vec(m)
+            a = nothing
+            m = nothing
+            for _ in 1:3
+                GC.gc(true)
+            end
+            @test host_stats(rt).blocks_in_use == before + 1   # v still holds the block
+            v[end] = 0x7f
+            @test v[end] == 0x7f
+            v = nothing
+            for _ in 1:20
+                GC.gc(true)
+                host_stats(rt).blocks_in_use == before && break
+                sleep(0.01)
+            end
+            @test host_stats(rt).blocks_in_use == before
         end
     end
 
