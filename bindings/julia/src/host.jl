@@ -19,13 +19,22 @@ mutable struct HostBuffer
     range::_HostRange
 end
 
-# tf_host_free, then the runtime reference; the error, or nothing.  Never
-# throws or yields (it runs in finalizers).
+# tf_host_free (after waiting for a failed copy's stream, failed_copy.jl),
+# then the runtime reference; the error, or nothing.  Never throws or
+# yields (it runs in finalizers).
 function _free_block(hb::HostBuffer)
     (@atomicswap hb.done = true) && return nothing
     _untrack(hb.range)
-    status = L.tf_host_free(hb.rt, hb.ptr)
-    err = status == L.TF_OK ? nothing : _last_error(status)
+    err = _settle(hb.range)
+    if err === nothing
+        status = L.tf_host_free(hb.rt, hb.ptr)
+        status == L.TF_OK || (err = _last_error(status))
+    else
+        _drop_holds(hb.range) # leaked on purpose: the device may still use it
+        err = TenferroError(err.status, err.code_domain, err.code, "tf_host_free", err.call,
+                            "tf_host_free: the block was leaked on purpose, never to be reused: a failed " *
+                            "copy's stream may still use it, and waiting for it failed: " * err.message)
+    end
     L.tf_runtime_release(hb.rt)
     return err
 end
@@ -95,9 +104,12 @@ Give the block of a [`host_alloc`](@ref) array back to the pool now
 (`tf_host_free`) instead of when the garbage collector collects it: `A`
 and every array made of it must not be used afterwards.  `A` may be any
 array that starts at the block (`reshape(A, ...)`, `vec(A)`).  Safe while
-an asynchronous copy still uses the block (the pool waits).  Throws
-`TF_ERROR_INVALID_ARGUMENT` for an array that does not start at a live
-block (also a second `free`).  On Julia 1.9 and 1.10 `finalize(A)`
+an asynchronous copy still uses the block (the pool waits).  After a
+failed synchronous copy through the block (`download!`, `upload!`) it
+first waits for that copy's stream when the pool could not be told of it,
+and leaks the block if that wait fails too (the thrown error says so).
+Throws `TF_ERROR_INVALID_ARGUMENT` for an array that does not start at a
+live block (also a second `free`).  On Julia 1.9 and 1.10 `finalize(A)`
 does the same; from 1.11 the block's finalizer is no longer `A`'s.
 """
 function free(a::Array)
@@ -138,6 +150,7 @@ mutable struct Registration
     rt::Ptr{L.tf_runtime}   # retained for the range
     array::Array            # kept reachable while registered
     @atomic registered::Bool
+    range::_HostRange
 end
 
 """
@@ -159,13 +172,15 @@ function host_register(x::RuntimeHandle, a::Array{T}) where {T}
     _need_function(op)
     _bits(T, op)
     rt = _retained(x, op)
+    range = _track(pointer(a), sizeof(a))
     status = GC.@preserve a L.tf_host_register(rt, pointer(a), sizeof(a))
     if status != L.TF_OK
         err = _last_error(status)
+        _untrack(range)
         L.tf_runtime_release(rt)
         throw(err)
     end
-    return finalizer(_finalize_registration, Registration(rt, a, true))
+    return finalizer(_finalize_registration, Registration(rt, a, true, range))
 end
 
 function host_register(f::Function, x::RuntimeHandle, a::Array)
@@ -179,13 +194,15 @@ end
 
 Base.isopen(reg::Registration) = @atomic reg.registered
 
-# A finalizer must not throw or yield: the plain blocking call, and on a
+# A finalizer must not throw or yield: the plain blocking calls, and on a
 # failure the finalizer again for a later collection (the device may still
 # use the memory, which the Registration keeps).
 function _finalize_registration(reg::Registration)
     (@atomic reg.registered) || return nothing
-    if GC.@preserve reg L.tf_host_unregister(reg.rt, pointer(reg.array)) == L.TF_OK
+    if _settle(reg.range) === nothing &&
+       GC.@preserve(reg, L.tf_host_unregister(reg.rt, pointer(reg.array))) == L.TF_OK
         @atomic reg.registered = false
+        _untrack(reg.range)
         L.tf_runtime_release(reg.rt)
     else
         finalizer(_finalize_registration, reg)
@@ -200,17 +217,22 @@ Wait for the streams that used the range, then unregister it
 (`tf_host_unregister`) and release the runtime reference; a second call
 does nothing.  The wait lets other threads' garbage collections proceed
 in wait mode `:gc_safe` ([`TenferroGPU.wait_mode`](@ref)); otherwise it is
-a plain blocking call (there is no event to poll).  On an
-error the range stays registered: call again, or leave it to the finalizer
-or the runtime's last release.
+a plain blocking call (there is no event to poll).  After a failed
+synchronous copy through the range (`download!`, `upload!`) the wait
+covers that copy's stream too.  On an error the range stays registered:
+call again, or leave it to the finalizer or the runtime's last release;
+keep the array meanwhile (the `Registration` does).
 """
 function unregister(reg::Registration)
     op = "tf_host_unregister"
     (@atomic reg.registered) || return nothing
     _need_function(op)
+    err = _settle(reg.range)
+    err === nothing || throw(err)
     status = GC.@preserve reg _host_unregister_c(reg.rt, pointer(reg.array), _gc_safe())
     check(status)
     if (@atomicswap reg.registered = false)
+        _untrack(reg.range)
         L.tf_runtime_release(reg.rt)
     end
     return nothing

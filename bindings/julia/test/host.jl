@@ -3,6 +3,26 @@
 # host_register, download_async! / upload_async! and their events, the
 # pool's stats and trim, and a library that lacks them.
 
+# The double: the next cuStreamSynchronize fails with `code`, once.
+fail_next_sync(code=999) = tfd_fail("cuStreamSynchronize", 1, code, 1)
+
+# f(rt, s, buf) with a new Runtime(0) of `slots` slots, its Stream on
+# `slot`, and a DeviceBuffer of 4096 bytes of `value` already on the
+# device; all closed afterwards (the buffer unless free_buffer is false:
+# a faulted runtime cannot free it).
+function with_filled_stream(f, value; slots=1, slot=0, free_buffer=true)
+    tfd_reset()
+    Runtime(0; stream_slots=slots) do rt
+        Stream(rt, slot) do s
+            buf = DeviceBuffer(s, fill(UInt8(value), 4096))
+            sync_stream(s)
+            f(rt, s, buf)
+            free_buffer && free(buf)
+        end
+    end
+    return true
+end
+
 @testset "page-locked memory and asynchronous copies" begin
     @testset "host_alloc gives an Array the pool owns" begin
         DOUBLE && tfd_reset()
@@ -191,6 +211,81 @@
                 sleep(0.01)
             end
             @test host_stats(rt).blocks_in_use == before
+        end
+    end
+
+    # A synchronous copy to or from page-locked memory whose stream wait
+    # fails leaves the copy queued (the double keeps it until the stream
+    # runs).  Freeing the memory at once must never let the stale copy reach
+    # its next owner.
+    @testset "a failed synchronous download never writes the next block" begin
+        DOUBLE && with_filled_stream(0xcd) do rt, s, buf
+            a = host_alloc(s, UInt8, 4096)
+            fail_next_sync()
+            expect_error(() -> download!(a, buf), L.TF_ERROR_CUDA, "tf_download", "cuStreamSynchronize")
+            free(a)                                   # the pool keeps it from reuse
+            @test host_stats(s).pending_frees == 1
+            b = host_alloc(s, UInt8, 4096)
+            b .= 0x11
+            sync_stream(s)                            # runs the stale copy
+            @test b[1] == 0x11                        # 0xcd before: it wrote the next block
+            @test host_stats(s).pending_frees == 0
+            free(b)
+        end
+    end
+
+    @testset "a failed synchronous upload never reads the next block" begin
+        DOUBLE && with_filled_stream(0x00) do rt, s, buf
+            a = host_alloc(s, UInt8, 4096)
+            a .= 0xcd
+            fail_next_sync()
+            expect_error(() -> upload!(buf, a), L.TF_ERROR_CUDA, "tf_upload", "cuStreamSynchronize")
+            free(a)
+            b = host_alloc(s, UInt8, 4096)
+            b .= 0x11
+            sync_stream(s)
+            @test Vector(buf)[1] == 0xcd              # 0x11 before: it read the next block
+            free(b)
+        end
+    end
+
+    @testset "a failed synchronous download is waited for before unregistering" begin
+        DOUBLE && with_filled_stream(0xcd) do rt, s, buf
+            host = zeros(UInt8, 4096)
+            reg = host_register(s, host)
+            fail_next_sync()
+            expect_error(() -> download!(host, buf), L.TF_ERROR_CUDA, "tf_download")
+            unregister(reg)
+            @test host[1] == 0xcd                     # the copy ran before the range was unregistered
+        end
+    end
+
+    @testset "a block whose failed stream cannot be waited for is leaked" begin
+        DOUBLE && with_filled_stream(0xcd; free_buffer=false) do rt, s, buf
+            a = host_alloc(s, UInt8, 4096)
+            fail_next_sync(700)                       # a sticky fault: the pool cannot be told
+            expect_error(() -> download!(a, buf), L.TF_ERROR_DEVICE_FAULT, "tf_download")
+            expect_error(() -> free(a), L.TF_ERROR_DEVICE_FAULT, "tf_host_free", "leaked on purpose")
+            st = host_stats(s)
+            @test st.blocks_in_use == 1 && st.blocks_cached == 0   # never reused
+        end
+    end
+
+    @testset "another runtime's failed download is waited for at free" begin
+        DOUBLE && Runtime(0) do owner
+            with_filled_stream(0xcd; slots=2, slot=1) do other, s, buf
+                a = host_alloc(owner, UInt8, 4096)
+                fail_next_sync()
+                expect_error(() -> download!(a, buf), L.TF_ERROR_CUDA, "tf_download")
+                syncs = tfd_calls("cuStreamSynchronize")
+                free(a)                               # waits for other's slot 1 first
+                @test tfd_calls("cuStreamSynchronize") == syncs + 1
+                b = host_alloc(owner, UInt8, 4096)
+                b .= 0x11
+                sync_stream(s)
+                @test b[1] == 0x11
+                free(b)
+            end
         end
     end
 
