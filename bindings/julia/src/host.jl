@@ -148,9 +148,22 @@ the asynchronous copies accept it until [`unregister`](@ref).
 """
 mutable struct Registration
     rt::Ptr{L.tf_runtime}   # retained for the range
-    array::Array            # kept reachable while registered
+    array::Array            # the array registered
+    ptr::Ptr{Cvoid}         # the range: the array's data when registered
+    memory::Any             # keeps that data alive while registered (_registered_memory)
     @atomic registered::Bool
     range::_HostRange
+end
+
+# What keeps a registered array's data alive, wherever resize! moves the
+# array.  From Julia 1.11 resize! gives the array a new Memory and leaves
+# the old one (the registered one) to whoever holds it: the Registration.
+# Before, resize! frees the old data at once, unless the array shares it:
+# a second array over the same data makes Julia refuse to resize it.
+@static if VERSION >= v"1.11"
+    _registered_memory(a::Array) = _block_owner(a)
+else
+    _registered_memory(a::Array) = reshape(a, (length(a), 1))
 end
 
 """
@@ -159,8 +172,11 @@ end
 
 Page-lock `A`'s memory for the runtime (`tf_host_register`), so that the
 asynchronous copies accept it, until [`unregister`](@ref); the
-`Registration` keeps `A` reachable meanwhile (Julia does not move array
-data).  Do not `resize!` `A` while it is registered.  A `Registration`
+`Registration` keeps `A`'s memory alive meanwhile, and it is that memory
+that stays registered: from Julia 1.11 a `resize!` of `A` moves `A` off
+it (later copies through `A` are refused as untracked), and on 1.9 and
+1.10 `A` can no longer be resized at all (Julia refuses to resize shared
+data, also after `unregister`).  A `Registration`
 garbage-collected while registered is unregistered by its finalizer (tried
 again at a later collection if that fails).  Throws
 `TF_ERROR_INVALID_ARGUMENT` for an empty array, one overlapping a range the
@@ -172,15 +188,17 @@ function host_register(x::RuntimeHandle, a::Array{T}) where {T}
     _need_function(op)
     _bits(T, op)
     rt = _retained(x, op)
-    range = _track(pointer(a), sizeof(a))
-    status = GC.@preserve a L.tf_host_register(rt, pointer(a), sizeof(a))
+    ptr = Ptr{Cvoid}(pointer(a))
+    memory = _registered_memory(a)
+    range = _track(ptr, sizeof(a))
+    status = GC.@preserve a L.tf_host_register(rt, ptr, sizeof(a))
     if status != L.TF_OK
         err = _last_error(status)
         _untrack(range)
         L.tf_runtime_release(rt)
         throw(err)
     end
-    return finalizer(_finalize_registration, Registration(rt, a, true, range))
+    return finalizer(_finalize_registration, Registration(rt, a, ptr, memory, true, range))
 end
 
 function host_register(f::Function, x::RuntimeHandle, a::Array)
@@ -200,7 +218,7 @@ Base.isopen(reg::Registration) = @atomic reg.registered
 function _finalize_registration(reg::Registration)
     (@atomic reg.registered) || return nothing
     if _settle(reg.range) === nothing &&
-       GC.@preserve(reg, L.tf_host_unregister(reg.rt, pointer(reg.array))) == L.TF_OK
+       GC.@preserve(reg, L.tf_host_unregister(reg.rt, reg.ptr)) == L.TF_OK
         @atomic reg.registered = false
         _untrack(reg.range)
         L.tf_runtime_release(reg.rt)
@@ -229,7 +247,7 @@ function unregister(reg::Registration)
     _need_function(op)
     err = _settle(reg.range)
     err === nothing || throw(err)
-    status = GC.@preserve reg _host_unregister_c(reg.rt, pointer(reg.array), _gc_safe())
+    status = GC.@preserve reg _host_unregister_c(reg.rt, reg.ptr, _gc_safe())
     check(status)
     if (@atomicswap reg.registered = false)
         _untrack(reg.range)

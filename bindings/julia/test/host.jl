@@ -214,6 +214,25 @@ end
         end
     end
 
+    # resize! may move a registered array's data (from Julia 1.11) or free
+    # it (before): the registered memory must stay alive, and be the range
+    # that unregister gives back.
+    @testset "resize! cannot take a registered array's memory away" begin
+        Runtime(0) do rt
+            a = zeros(UInt8, 4096)
+            reg = host_register(rt, a)
+            if VERSION >= v"1.11"
+                resize!(a, 1 << 20)                   # a moves; the registered memory stays with reg
+                GC.gc(true)
+            else
+                @test_throws Exception resize!(a, 1 << 20)   # shared data cannot be resized
+            end
+            unregister(reg)                           # the range registered, wherever a is now
+            @test !isopen(reg)
+            @test host_stats(rt).bytes_registered == 0
+        end
+    end
+
     # A synchronous copy to or from page-locked memory whose stream wait
     # fails leaves the copy queued (the double keeps it until the stream
     # runs).  Freeing the memory at once must never let the stale copy reach
