@@ -96,15 +96,3 @@ func notAvailable(op, why string) *Error {
 // never reused and stays allocated; do not touch it.  The *Error's Status
 // and Message are those of the wait that failed.
 var ErrLeaked = errors.New("tenferro: the memory was leaked on purpose, since the device may still use it")
-
-// leakedError is the error of op leaking memory because waiting for the
-// device failed with cause.
-func leakedError(op, what string, cause error) *Error {
-	e := bindingError(StatusRuntimeState, op, "%s was leaked on purpose, never to be reused: %v", what, cause)
-	var c *Error
-	if errors.As(cause, &c) {
-		e.Status, e.Domain, e.Code, e.Call = c.Status, c.Domain, c.Code, c.Call
-	}
-	e.cause = ErrLeaked
-	return e
-}

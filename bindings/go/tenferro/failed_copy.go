@@ -78,28 +78,28 @@ func afterCopy(rt unsafe.Pointer, op string, f failedCopy, p unsafe.Pointer, err
 }
 
 // settle waits for every stream that holds r (Sync of its slot) and drops
-// the holds that waited; it returns the first failure, whose hold stays.
-func (r *hostRange) settle() error {
+// the holds that waited.  It returns the first whose wait failed (it
+// stays) and why, or a nil error.
+func (r *hostRange) settle() (failed slotHold, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var first error
 	kept := r.holds[:0]
 	for _, h := range r.holds {
-		err := h.err
+		werr := h.err
 		if h.rt != nil {
-			err = h.rt.Sync()
+			werr = h.rt.Sync()
 		}
-		if err == nil {
+		if werr == nil {
 			h.rt.Close()
 			continue
 		}
-		if first == nil {
-			first = waitFailed(h, err)
+		if err == nil {
+			failed, err = h, werr
 		}
 		kept = append(kept, h)
 	}
 	r.holds = kept
-	return first
+	return failed, err
 }
 
 // drop releases the holds' references: the memory is leaked for good.
@@ -114,12 +114,13 @@ func (r *hostRange) drop() {
 	r.holds = nil
 }
 
-// waitFailed says that h's stream may still use the memory, with the
-// status of err, the failure of the wait for it.
-func waitFailed(h slotHold, err error) *Error {
-	e := bindingError(StatusRuntimeState, h.op, "the %s that failed on slot %d may still use the memory, "+
-		"and waiting for that slot failed: %v", h.op, h.slot, err)
-	if c, ok := err.(*Error); ok {
+// heldError is op's error for memory that h's stream may still use:
+// outcome says what became of the memory, cause why waiting for h failed
+// (whose status it takes).
+func heldError(op, outcome string, h slotHold, cause error) *Error {
+	e := bindingError(StatusRuntimeState, op, "%s: the %s that failed on slot %d may still use it, "+
+		"and waiting for that slot failed: %v", outcome, h.op, h.slot, cause)
+	if c, ok := cause.(*Error); ok {
 		e.Status, e.Domain, e.Code, e.Call = c.Status, c.Domain, c.Code, c.Call
 	}
 	return e

@@ -38,6 +38,21 @@ func failSync(d *testsupport.Double, code int) {
 	d.Fail("cuStreamSynchronize", 1, code, 1)
 }
 
+// twoRuntimes is a runtime owning the memory, and a Stream on slot `slot`
+// of another runtime (of slot+1 slots) with a device buffer of 4096 bytes
+// of 0xcd: copies through the Stream, whose pool does not know the owner's
+// memory.  Both runtimes are closed at the end of the test.
+func twoRuntimes(t *testing.T, slot int) (*testsupport.Double, *tenferro.Runtime, *tenferro.Stream, *tenferro.Buffer[byte]) {
+	t.Helper()
+	d := requireDouble(t)
+	owner := newRuntime(t, 1)
+	t.Cleanup(func() { closeRuntime(t, owner) })
+	other := newRuntime(t, slot+1)
+	t.Cleanup(func() { closeRuntime(t, other) })
+	s := bind(t, other, slot)
+	return d, owner, s, filled(t, s, 4096, 0xcd)
+}
+
 // oneSlot is a runtime of one slot, closed at the end of the test, its
 // Stream, and a device buffer of 4096 bytes of 0xcd.
 func oneSlot(t *testing.T) (*testsupport.Double, *tenferro.Runtime, *tenferro.Stream, *tenferro.Buffer[byte]) {
@@ -58,8 +73,8 @@ func failedDownload(t *testing.T, d *testsupport.Double, s *tenferro.Stream, dst
 	asError(t, tenferro.Download(s, dst, buf.Ptr()), status, "tf_download", "cuStreamSynchronize")
 }
 
-// fresh allocates a block of n bytes through q and writes 0x11 into it.
-func fresh(t *testing.T, q tenferro.Queue, rt *tenferro.Runtime, n int) *tenferro.HostBuffer {
+// fresh allocates a block of n bytes through rt and writes 0x11 into it.
+func fresh(t *testing.T, rt *tenferro.Runtime, n int) *tenferro.HostBuffer {
 	t.Helper()
 	h, err := rt.HostAlloc(n)
 	must(t, err)
@@ -90,7 +105,7 @@ func TestFailedDownloadNeverWritesTheNextBlock(t *testing.T) {
 	if st := hostStats(t, rt); st.PendingFrees != 1 {
 		t.Fatalf("a block freed after a failed download: %+v, want it pending", st)
 	}
-	next := fresh(t, s, rt, 4096)
+	next := fresh(t, rt, 4096)
 	must(t, s.Sync()) // the stream runs the copy that failed to be waited for
 	checkFirstByte(t, next, 0x11, "the failed download's copy wrote the next block")
 	if st := hostStats(t, rt); st.PendingFrees != 0 || st.BlocksCached != 1 {
@@ -109,7 +124,7 @@ func TestFailedUploadNeverReadsTheNextBlock(t *testing.T) {
 	failSync(d, testsupport.CudaErrorUnknown)
 	asError(t, tenferro.Upload(s, buf.Ptr(), h.UnsafeBytes()), tenferro.StatusCUDA, "tf_upload", "cuStreamSynchronize")
 	must(t, h.Close())
-	fresh(t, s, rt, 4096)
+	fresh(t, rt, 4096)
 	must(t, s.Sync())
 	got := make([]byte, 1)
 	if !d.DeviceRead(uint64(buf.Ptr()), got) || got[0] != 0xcd {
@@ -156,13 +171,7 @@ func TestBlockIsLeakedWhenTheFailedStreamCannotBeWaitedFor(t *testing.T) {
 // A block of one runtime downloaded into through another: the other's pool
 // cannot be told, so Close waits for that runtime's slot first.
 func TestFailedDownloadThroughAnotherRuntimeIsWaitedForAtClose(t *testing.T) {
-	d := requireDouble(t)
-	owner := newRuntime(t, 1)
-	defer closeRuntime(t, owner)
-	other := newRuntime(t, 2)
-	defer closeRuntime(t, other)
-	s := bind(t, other, 1)
-	buf := filled(t, s, 4096, 0xcd)
+	d, owner, s, buf := twoRuntimes(t, 1)
 	h, err := owner.HostAlloc(4096)
 	must(t, err)
 	failedDownload(t, d, s, h.UnsafeBytes(), buf, testsupport.CudaErrorUnknown, tenferro.StatusCUDA)
@@ -171,9 +180,34 @@ func TestFailedDownloadThroughAnotherRuntimeIsWaitedForAtClose(t *testing.T) {
 	if n := d.Calls("cuStreamSynchronize") - syncs; n != 1 {
 		t.Fatalf("Close made %d stream waits, want 1 (the other runtime's slot 1)", n)
 	}
-	next := fresh(t, owner, owner, 4096)
+	next := fresh(t, owner, 4096)
 	must(t, s.Sync())
 	checkFirstByte(t, next, 0x11, "the other runtime's failed download wrote the next block")
+}
+
+// A Registration whose failed copy's stream cannot be waited for stays
+// registered, and MapHostMemory keeps its memory mapped, until a later
+// Close can wait.
+func TestRegistrationStaysWhileTheFailedStreamCannotBeWaitedFor(t *testing.T) {
+	d, owner, s, buf := twoRuntimes(t, 0)
+	mem, err := tenferro.MapHostMemory(4096)
+	must(t, err)
+	reg, err := owner.HostRegister(mem.Ptr(), mem.Len())
+	must(t, err)
+	failedDownload(t, d, s, reg.Bytes(), buf, testsupport.CudaErrorUnknown, tenferro.StatusCUDA)
+	failSync(d, testsupport.CudaErrorUnknown)
+	asError(t, reg.Close(), tenferro.StatusCUDA, "tf_host_unregister", "the range stays registered", "tf_download", "slot 0")
+	if reg.Ptr() == nil || hostStats(t, owner).BytesRegistered != 4096 {
+		t.Fatal("a Registration whose failed copy could not be waited for was unregistered")
+	}
+	asError(t, mem.Close(), tenferro.StatusInvalidArgument, "munmap", "registered")
+	must(t, reg.Close()) // the wait succeeds now: the copy ran
+	must(t, mem.With(func(b []byte) {
+		if b[0] != 0xcd {
+			t.Errorf("mem[0] = %#x after the Registration was closed", b[0])
+		}
+	}))
+	must(t, mem.Close())
 }
 
 // Go memory needs nothing kept: a failed download into it leaves no hold

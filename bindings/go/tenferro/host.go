@@ -176,9 +176,11 @@ func (h *HostBuffer) Free() error { return h.Close() }
 func (h *HostBuffer) release() error {
 	h.track.untrack()
 	defer h.rt.Close()
-	if err := h.track.settle(); err != nil {
+	if held, err := h.track.settle(); err != nil {
 		h.track.drop()
-		return leakedError("tf_host_free", "the block", err)
+		e := heldError("tf_host_free", "the block was leaked on purpose, never to be reused", held, err)
+		e.cause = ErrLeaked
+		return e
 	}
 	return h.rt.do("tf_host_free", func(p unsafe.Pointer) error { return hostFree(p, h.block) })
 }
@@ -287,8 +289,8 @@ func (g *Registration) Close() error {
 	if g.ptr == nil {
 		return nil
 	}
-	if err := g.track.settle(); err != nil {
-		return err
+	if held, err := g.track.settle(); err != nil {
+		return heldError("tf_host_unregister", "the range stays registered", held, err)
 	}
 	p := g.ptr
 	if err := g.rt.do("tf_host_unregister", func(rt unsafe.Pointer) error { return hostUnregister(rt, p) }); err != nil {

@@ -69,6 +69,14 @@ function _settle(r::_HostRange)
     return err
 end
 
+# op's error for memory a failed copy's stream may still use: `outcome`
+# says what became of the memory, `cause` (whose status it takes) why
+# waiting for that stream failed.
+_held_error(op, outcome, cause::TenferroError) =
+    TenferroError(cause.status, cause.code_domain, cause.code, op, cause.call,
+                  "$op: $outcome: a failed copy's stream may still use it, and waiting for it failed: " *
+                  cause.message)
+
 # The memory is leaked for good: the holds' references go.
 function _drop_holds(r::_HostRange)
     for h in _take_holds(r)

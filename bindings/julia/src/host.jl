@@ -30,10 +30,8 @@ function _free_block(hb::HostBuffer)
         status = L.tf_host_free(hb.rt, hb.ptr)
         status == L.TF_OK || (err = _last_error(status))
     else
-        _drop_holds(hb.range) # leaked on purpose: the device may still use it
-        err = TenferroError(err.status, err.code_domain, err.code, "tf_host_free", err.call,
-                            "tf_host_free: the block was leaked on purpose, never to be reused: a failed " *
-                            "copy's stream may still use it, and waiting for it failed: " * err.message)
+        _drop_holds(hb.range) # the device may still use it
+        err = _held_error("tf_host_free", "the block was leaked on purpose, never to be reused", err)
     end
     L.tf_runtime_release(hb.rt)
     return err
@@ -246,7 +244,7 @@ function unregister(reg::Registration)
     (@atomic reg.registered) || return nothing
     _need_function(op)
     err = _settle(reg.range)
-    err === nothing || throw(err)
+    err === nothing || throw(_held_error(op, "the range stays registered", err))
     status = GC.@preserve reg _host_unregister_c(reg.rt, reg.ptr, _gc_safe())
     check(status)
     if (@atomicswap reg.registered = false)

@@ -279,6 +279,22 @@ end
         end
     end
 
+    @testset "a range whose failed stream cannot be waited for stays registered" begin
+        DOUBLE && Runtime(0) do owner
+            with_filled_stream(0xcd) do other, s, buf
+                host = zeros(UInt8, 4096)
+                reg = host_register(owner, host)   # another runtime's range: other's pool cannot be told
+                fail_next_sync()
+                expect_error(() -> download!(host, buf), L.TF_ERROR_CUDA, "tf_download")
+                fail_next_sync()
+                expect_error(() -> unregister(reg), L.TF_ERROR_CUDA, "tf_host_unregister", "the range stays registered")
+                @test isopen(reg) && host_stats(owner).bytes_registered == 4096
+                unregister(reg)                     # the wait succeeds now: the copy ran
+                @test host[1] == 0xcd
+            end
+        end
+    end
+
     @testset "a block whose failed stream cannot be waited for is leaked" begin
         DOUBLE && with_filled_stream(0xcd; free_buffer=false) do rt, s, buf
             a = host_alloc(s, UInt8, 4096)
