@@ -44,7 +44,7 @@ var ErrLibraryTooOld = errors.New("tenferro: the loaded library is older than th
 // reference to its runtime, released by Close.
 type HostBuffer struct {
 	rt    *Runtime // the reference the block holds (a Clone of the allocating one)
-	track *hostRange
+	track hostRange
 	block unsafe.Pointer
 	n     int
 	scope viewScope
@@ -73,7 +73,9 @@ func (r *Runtime) HostAlloc(bytes int) (*HostBuffer, error) {
 		owner.Close()
 		return nil, err
 	}
-	return &HostBuffer{rt: owner, track: trackHostRange(ptr, bytes), block: ptr, n: bytes}, nil
+	h := &HostBuffer{rt: owner, block: ptr, n: bytes}
+	h.track.track(ptr, bytes)
+	return h, nil
 }
 
 // open: made by HostAlloc and not closed.

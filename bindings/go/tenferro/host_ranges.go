@@ -9,9 +9,10 @@ import (
 // The live HostBuffer blocks and Registration ranges, by address: what a
 // failed synchronous copy and HostMemory.Close ask about.
 
-// hostRange is the memory of one live HostBuffer or Registration.  The
-// registry points at it, never at the HostBuffer or Registration, so that
-// a dropped Registration is still finalized.
+// hostRange is the memory of one live HostBuffer (which holds it, so the
+// registry keeps a HostBuffer reachable: it has no finalizer) or
+// Registration (which points at it: the registry must not keep a dropped
+// Registration from its finalizer).
 type hostRange struct {
 	start, end uintptr
 
@@ -29,14 +30,20 @@ var hostRanges struct {
 
 // trackHostRange adds [p, p+n) to the registry.
 func trackHostRange(p unsafe.Pointer, n int) *hostRange {
-	r := &hostRange{start: uintptr(p), end: uintptr(p) + uintptr(n)}
+	r := &hostRange{}
+	r.track(p, n)
+	return r
+}
+
+// track adds r, as [p, p+n), to the registry.
+func (r *hostRange) track(p unsafe.Pointer, n int) {
+	r.start, r.end = uintptr(p), uintptr(p)+uintptr(n)
 	hostRanges.Lock()
 	if hostRanges.live == nil {
 		hostRanges.live = map[*hostRange]struct{}{}
 	}
 	hostRanges.live[r] = struct{}{}
 	hostRanges.Unlock()
-	return r
 }
 
 // untrack removes r from the registry.

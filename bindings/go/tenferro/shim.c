@@ -228,31 +228,24 @@ TFGO_FUNCTIONS(TFGO_DEFINE_F, TFGO_DEFINE_R, TFGO_DEFINE_V, TFGO_DEFINE_OF, TFGO
 
 /* See shim.h.  The queries run after the copy's record was taken, so
  * their own records cannot replace it. */
-static void tfgo_note_failed_copy(tf_runtime *rt, const tf_error_info *err, const void *host,
-                                  tfgo_failed_copy *failed) {
-    failed->recorded = TF_ERROR_INVALID_ARGUMENT;
-    failed->slot = -1;
-    if (err->status == TF_ERROR_INVALID_ARGUMENT) return; /* nothing was queued */
+static tfgo_copy_result tfgo_copy_noted(tf_runtime *rt, tf_error_info *err, const void *host) {
+    tfgo_copy_result r = {err, TF_ERROR_INVALID_ARGUMENT, -1};
+    if (err == NULL || err->status == TF_ERROR_INVALID_ARGUMENT) return r; /* nothing queued */
     tf_error_info *use = go_tf_host_record_use(rt, (void *)host);
-    failed->recorded = use == NULL ? TF_OK : use->status;
+    r.recorded = use == NULL ? TF_OK : use->status;
     tfgo_error_free(use);
-    tf_error_info *slot = go_tf_runtime_current_slot(rt, &failed->slot);
-    if (slot != NULL) failed->slot = -1;
+    tf_error_info *slot = go_tf_runtime_current_slot(rt, &r.slot);
+    if (slot != NULL) r.slot = -1;
     tfgo_error_free(slot);
+    return r;
 }
 
-tf_error_info *tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len,
-                             tfgo_failed_copy *failed) {
-    tf_error_info *err = go_tf_download(rt, src, dst, len);
-    if (err != NULL) tfgo_note_failed_copy(rt, err, dst, failed);
-    return err;
+tfgo_copy_result tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len) {
+    return tfgo_copy_noted(rt, go_tf_download(rt, src, dst, len), dst);
 }
 
-tf_error_info *tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len,
-                           tfgo_failed_copy *failed) {
-    tf_error_info *err = go_tf_upload(rt, src, dst, len);
-    if (err != NULL) tfgo_note_failed_copy(rt, err, src, failed);
-    return err;
+tfgo_copy_result tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len) {
+    return tfgo_copy_noted(rt, go_tf_upload(rt, src, dst, len), src);
 }
 
 /* cuBLAS's GEMM prototypes with its enums and handle spelled as what they

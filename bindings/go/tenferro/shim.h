@@ -210,26 +210,23 @@ void tfgo_error_free(tf_error_info *info);
 /* 1 while the calling thread runs the Go log callback (see log_cgo.go). */
 int tfgo_in_log_callback(void);
 
-/* What a synchronous copy between the device and host memory that failed
- * after queueing (any status but TF_ERROR_INVALID_ARGUMENT) left the host
- * side to: `recorded` is the status of tf_host_record_use of that memory on
- * the failed call's slot (TF_OK: the runtime's pool now keeps a block from
- * reuse, and an unregister waits, until that stream has passed the copy),
- * `slot` the slot. */
-typedef struct tfgo_failed_copy {
+/* A synchronous copy between the device and host memory: `error` is what
+ * its go_ wrapper returns.  After a failure that may leave the copy queued
+ * (any status but TF_ERROR_INVALID_ARGUMENT), `recorded` is the status of
+ * tf_host_record_use of the host memory on the failed call's slot (TF_OK:
+ * the runtime's pool now keeps a block from reuse, and an unregister
+ * waits, until that stream has passed the copy), `slot` that slot (-1 if
+ * unknown).  Returned by value, so that Go passes no pointer of its own. */
+typedef struct tfgo_copy_result {
+    tf_error_info *error;
     int32_t recorded;
     int32_t slot;
-} tfgo_failed_copy;
+} tfgo_copy_result;
 
-/* tf_download and tf_upload as their go_ wrappers, and after a failure that
- * may leave the copy queued, in the same cgo call (so on the failing
- * thread, whose slot the copy used) tf_host_record_use of the host memory
- * and tf_runtime_current_slot into *failed.  The error record returned is
- * the copy's. */
-tf_error_info *tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len,
-                             tfgo_failed_copy *failed);
-tf_error_info *tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len,
-                           tfgo_failed_copy *failed);
+/* tf_download and tf_upload, with what the failure left noted in the same
+ * cgo call, so on the failing thread, whose slot the copy used. */
+tfgo_copy_result tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len);
+tfgo_copy_result tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len);
 
 /* cublasSgemm_v2 (is_double 0: alpha, beta are floats) or cublasDgemm_v2
  * (1: doubles) through the address tf_cublas_symbol() gave, so Go needs no
