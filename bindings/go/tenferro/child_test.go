@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"unsafe"
 
 	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
 )
@@ -63,7 +64,7 @@ func runOldLibraryChild() int {
 	report("HostAlloc", err)
 	mem, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err == nil {
-		_, err = rt.HostRegister(mem)
+		_, err = rt.HostRegister(unsafe.Pointer(&mem[0]), len(mem))
 	}
 	report("HostRegister", err)
 	_, err = rt.HostStats()

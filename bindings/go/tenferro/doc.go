@@ -48,13 +48,36 @@
 // wait by querying an event with a backoff; context.Background() takes the
 // blocking call.
 //
+// # Who may free what while the device works
+//
+// Every object that owns memory or a reference is an io.Closer; a second
+// Close of memory does nothing.  docs/go.md, "Lifetime rules", says the
+// rules in full; in short:
+//
+//   - Device memory (Buffer, Alloc) is not garbage collected: Close or Free
+//     it once no slot still uses it, or Retire its release.
+//   - A HostBuffer's block is lent to Go code by With and WithHostSlice: a
+//     Close meanwhile waits for the last With.  UnsafeBytes and
+//     UnsafeHostSlice are the raw view, for the asynchronous copies; a
+//     slice of it kept past Close aliases the next block or faults.
+//   - HostRegister takes memory Go does not manage, as an unsafe.Pointer and
+//     a length (MapHostMemory's, syscall.Mmap's, C's); MapHostMemory's
+//     Close refuses while a runtime has it registered.
+//   - Until an asynchronous copy's Event is done its host memory belongs to
+//     the device; Close of its HostBuffer is safe meanwhile (the pool waits).
+//   - After a failed synchronous Download or Upload through page-locked
+//     memory the device may still use it: Close of its HostBuffer or
+//     Registration keeps it from reuse until that stream has passed the
+//     copy, or leaks it (ErrLeaked).
+//
 // # Errors
 //
 // Every fallible function returns an error that is a *Error (the
 // ...Context variants may also return a *PendingWorkError): use errors.As
 // to read its Status, Op (the tf_* function that failed), Call (the CUDA,
 // cuBLAS or NVRTC call inside it), Code and Message, or errors.Is with a
-// Status value:
+// Status value or a sentinel (ErrNotAvailable, ErrLibraryTooOld,
+// ErrLeaked); errors.As with a *Status reads the status alone:
 //
 //	if errors.Is(err, tenferro.StatusDeviceFault) { ... }
 //

@@ -43,6 +43,16 @@ func (e *Error) Is(target error) bool {
 	return ok && s == e.Status
 }
 
+// As sets a *Status target to e.Status, so that errors.As(err, &status)
+// reads the status of an error however deeply it was wrapped.
+func (e *Error) As(target interface{}) bool {
+	s, ok := target.(*Status)
+	if ok {
+		*s = e.Status
+	}
+	return ok
+}
+
 // bindingError is an error detected by this package before the library was
 // called (a value that does not fit the C type, a closed Runtime), shaped
 // like the library's own: "op: detail".
@@ -78,3 +88,11 @@ func notAvailable(op, why string) *Error {
 	e.cause = ErrNotAvailable
 	return e
 }
+
+// ErrLeaked is what HostBuffer.Free returns, wrapped in an *Error, when it
+// leaked the block on purpose: the device may still write or read it (a
+// synchronous Download or Upload through it failed, the runtime could not
+// be told, and waiting for that call's stream failed too).  The block is
+// never reused and stays allocated; do not touch it.  The *Error's Status
+// and Message are those of the wait that failed.
+var ErrLeaked = errors.New("tenferro: the memory was leaked on purpose, since the device may still use it")

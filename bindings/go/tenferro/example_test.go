@@ -94,3 +94,52 @@ func ExampleErrNotAvailable() {
 	}
 	defer rt.Close()
 }
+
+// Page-locked memory of the program's own, which Go does not manage, for
+// asynchronous copies: MapHostMemory maps it, HostRegister page-locks it
+// (an unsafe.Pointer and a length: a Go slice does not compile), and the
+// memory cannot be unmapped while it is registered.
+func ExampleMapHostMemory() {
+	var worker *tenferro.Stream // from rt.NewStream(slot)
+	var src *tenferro.Buffer[byte]
+	mem, err := tenferro.MapHostMemory(src.Len())
+	if err != nil {
+		return
+	}
+	defer mem.Close() // after the Registration's Close below
+	reg, err := worker.HostRegister(mem.Ptr(), mem.Len())
+	if err != nil {
+		return
+	}
+	defer reg.Close()
+	ev, err := tenferro.DownloadAsync(worker, mem.UnsafeBytes(), src.Ptr())
+	if err != nil {
+		return
+	}
+	defer ev.Close()
+	if ev.Wait() == nil {
+		mem.With(func(b []byte) { fmt.Println(b[0]) })
+	}
+}
+
+// Read a page-locked block inside With: the block cannot go back to the
+// pool (and be handed to someone else) before the function returns, even if
+// another goroutine closes the HostBuffer meanwhile.
+func ExampleHostBuffer_With() {
+	var worker *tenferro.Stream // from rt.NewStream(slot)
+	var src *tenferro.Buffer[float32]
+	h, err := worker.HostAlloc(4 * src.Len())
+	if err != nil {
+		return
+	}
+	defer h.Close()
+	ev, err := src.DownloadAsync(tenferro.UnsafeHostSlice[float32](h)) // the device's until ev is done
+	if err != nil {
+		return
+	}
+	defer ev.Close()
+	if ev.Wait() != nil {
+		return
+	}
+	tenferro.WithHostSlice(h, func(values []float32) { fmt.Println(values[0]) })
+}

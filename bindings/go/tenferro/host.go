@@ -23,22 +23,31 @@ import (
 var ErrLibraryTooOld = errors.New("tenferro: the loaded library is older than this function")
 
 // HostBuffer is a block of page-locked host memory from a runtime's caching
-// pool (tf_host_alloc): the host side of DownloadAsync and UploadAsync.
-// It is C memory, which the garbage collector neither moves nor frees; its
-// Bytes (or HostSlice) view is an ordinary Go slice over it.  Not zeroed.
+// pool (tf_host_alloc): the host side of DownloadAsync and UploadAsync.  It
+// is C memory, which the garbage collector neither moves nor frees.  Not
+// zeroed.  Its methods may be called from any goroutine, concurrently.
 //
-// Call Free to give the block back to the pool.  Free is safe while an
+// Read and write it inside With (or WithHostSlice): the block cannot go
+// back to the pool while fn runs, since a Close made meanwhile (by fn
+// itself, or another goroutine) is carried out when the last With returns.
+// UnsafeBytes and UnsafeHostSlice are the raw view, for the asynchronous
+// copies and for code that keeps the HostBuffer open itself: a slice of it
+// used after Close reads and writes whatever block the pool hands out next,
+// or memory HostTrim gave back to the driver (a fault), and Go cannot tell.
+//
+// Close (or Free) gives the block back to the pool.  It is safe while an
 // asynchronous copy still uses the block (the pool hands it out again only
-// once the device is done), but the views must not be used after it.  A
-// HostBuffer dropped without Free is never reused: its memory stays
-// allocated until the process exits (no finalizer frees it, because the
-// slices taken of it do not keep the HostBuffer reachable).  The block
-// holds a reference to its runtime, released by Free.  Free must not race
-// with the other methods.
+// once the device is done), and after a failed synchronous copy (see
+// Close).  A HostBuffer dropped without Close is never reused: its memory
+// stays allocated until the process exits (no finalizer frees it, because
+// the raw views do not keep the HostBuffer reachable).  The block holds a
+// reference to its runtime, released by Close.
 type HostBuffer struct {
-	rt  *Runtime // the reference the block holds (a Clone of the allocating one)
-	ptr unsafe.Pointer
-	n   int
+	rt    *Runtime // the reference the block holds (a Clone of the allocating one)
+	track hostRange
+	block unsafe.Pointer
+	n     int
+	scope viewScope
 }
 
 // HostAlloc allocates bytes (at least 1) of page-locked host memory from
@@ -64,134 +73,240 @@ func (r *Runtime) HostAlloc(bytes int) (*HostBuffer, error) {
 		owner.Close()
 		return nil, err
 	}
-	return &HostBuffer{rt: owner, ptr: ptr, n: bytes}, nil
+	h := &HostBuffer{rt: owner, block: ptr, n: bytes}
+	h.track.track(ptr, bytes)
+	return h, nil
 }
 
-// Ptr is the block's address (nil once freed).
-func (h *HostBuffer) Ptr() unsafe.Pointer { return h.ptr }
+// open: made by HostAlloc and not closed.
+func (h *HostBuffer) open() bool { return h != nil && h.rt != nil && !h.scope.isClosed() }
 
-// Len is the number of bytes asked for (the pool holds its size class).
-func (h *HostBuffer) Len() int { return h.n }
-
-// Bytes is the block as a slice (nil once freed).  It is valid until Free.
-func (h *HostBuffer) Bytes() []byte {
-	if h.ptr == nil {
+// Ptr is the block's address (nil once closed).
+func (h *HostBuffer) Ptr() unsafe.Pointer {
+	if !h.open() {
 		return nil
 	}
-	return unsafe.Slice((*byte)(h.ptr), h.n)
+	return h.block
 }
 
-// HostSlice views the block as Len/sizeof(T) values of T (nil once freed),
-// valid until Free.  Blocks are page-aligned.
-func HostSlice[T Scalar](h *HostBuffer) []T {
-	var zero T
-	if h == nil || h.ptr == nil || h.n < int(unsafe.Sizeof(zero)) {
+// Len is the number of bytes asked for (the pool holds its size class), 0
+// once closed.
+func (h *HostBuffer) Len() int {
+	if !h.open() {
+		return 0
+	}
+	return h.n
+}
+
+// With runs fn with the block as a slice, which stays valid until fn
+// returns and must not be kept after it: a Close made meanwhile is carried
+// out when the last With returns.  Once the HostBuffer is closed it
+// returns an error with StatusInvalidHandle and does not run fn;
+// otherwise nil, or the error of a Close that it carried out.
+func (h *HostBuffer) With(fn func(b []byte)) error {
+	if h == nil || h.rt == nil {
+		return errNotOpen("HostBuffer.With")
+	}
+	return h.scope.lend("HostBuffer.With", "HostBuffer", h.block, h.n, fn, h.release)
+}
+
+// WithHostSlice is With that views the block as Len/sizeof(T) values of T
+// (blocks are page-aligned; an empty slice when Len < sizeof(T)).
+func WithHostSlice[T Scalar](h *HostBuffer, fn func(values []T)) error {
+	return h.With(func(b []byte) { fn(bytesAs[T](b)) })
+}
+
+// UnsafeBytes is the block as a slice (nil once closed), valid until Close
+// and unchecked: after it, the slice aliases whatever the pool hands out
+// next, or memory given back to the driver.  Prefer With.
+func (h *HostBuffer) UnsafeBytes() []byte {
+	if !h.open() {
 		return nil
 	}
-	return unsafe.Slice((*T)(h.ptr), h.n/int(unsafe.Sizeof(zero)))
+	return unsafe.Slice((*byte)(h.block), h.n)
 }
+
+// UnsafeHostSlice is UnsafeBytes as Len/sizeof(T) values of T (nil once
+// closed or when Len < sizeof(T)), valid until Close and unchecked.
+// Prefer WithHostSlice.
+func UnsafeHostSlice[T Scalar](h *HostBuffer) []T { return bytesAs[T](h.UnsafeBytes()) }
+
+// Bytes is UnsafeBytes.
+//
+// Deprecated: the slice outlives Close unchecked; use With, or UnsafeBytes
+// where the raw view is needed.
+func (h *HostBuffer) Bytes() []byte { return h.UnsafeBytes() }
+
+// HostSlice is UnsafeHostSlice.
+//
+// Deprecated: the slice outlives Close unchecked; use WithHostSlice, or
+// UnsafeHostSlice where the raw view is needed.
+func HostSlice[T Scalar](h *HostBuffer) []T { return UnsafeHostSlice[T](h) }
 
 // RecordUse notes that work you queued yourself on q's slot (a kernel, a
-// StreamEnqueue callback) reads or writes the block, so that Free waits
+// StreamEnqueue callback) reads or writes the block, so that Close waits
 // for it (tf_host_record_use).  The asynchronous copies of this package
 // record their own uses.
 func (h *HostBuffer) RecordUse(q Queue) error {
-	return recordUse(q, h.ptr, "HostBuffer")
+	return recordUse(q, h.Ptr(), "HostBuffer")
 }
 
-// Free gives the block back to the pool (tf_host_free) and releases the
-// runtime reference it holds; a second Free does nothing.  On an error the
-// block is leaked (never reused): do not use it either way.
-func (h *HostBuffer) Free() error {
-	if h.ptr == nil {
+// Close gives the block back to the pool (tf_host_free) and releases the
+// runtime reference it holds; a second Close does nothing.  While a With
+// runs it returns nil, and the last With does it.  On an error the block
+// is leaked (never reused): do not use it either way.
+//
+// After a synchronous Download or Upload through the block failed (with a
+// status other than StatusInvalidArgument) the device may still use it:
+// the binding told the pool so, on the failed call's slot, and the pool
+// hands the block out again only once that stream has passed the copy.
+// If even that failed (the runtime saw a device fault; the block is
+// another runtime's), Close first waits for that slot as Sync does, and if
+// the wait fails it leaks the block and returns an error that unwraps to
+// ErrLeaked.
+func (h *HostBuffer) Close() error {
+	if h == nil || h.rt == nil || !h.scope.close() {
 		return nil
 	}
-	ptr, owner := h.ptr, h.rt
-	h.ptr, h.n, h.rt = nil, 0, nil
-	err := owner.do("tf_host_free", func(p unsafe.Pointer) error { return hostFree(p, ptr) })
-	owner.Close()
-	return err
+	return h.release()
+}
+
+// Free is Close.
+func (h *HostBuffer) Free() error { return h.Close() }
+
+// release gives the block back, or leaks it; the scope calls it once.
+func (h *HostBuffer) release() error {
+	h.track.untrack()
+	defer h.rt.Close()
+	if held, err := h.track.settle(); err != nil {
+		h.track.drop()
+		e := heldError("tf_host_free", "the block was leaked on purpose, never to be reused", held, err)
+		e.cause = ErrLeaked
+		return e
+	}
+	return h.rt.do("tf_host_free", func(p unsafe.Pointer) error { return hostFree(p, h.block) })
 }
 
 // recordUse is RecordUse of the block or range at ptr through q.
 func recordUse(q Queue, ptr unsafe.Pointer, kind string) error {
 	const op = "tf_host_record_use"
 	if ptr == nil {
-		return bindingError(StatusInvalidHandle, op, "the %s was freed", kind)
+		return bindingError(StatusInvalidHandle, op, "the %s was closed", kind)
 	}
 	return runtimeOf(q).do(op, func(p unsafe.Pointer) error { return hostRecordUse(p, ptr) })
 }
 
 // Registration is memory of the caller's page-locked for a runtime
-// (tf_host_register), so that the asynchronous copies accept it.  It keeps
-// the slice (and a reference to the runtime) until Unregister, or until a
-// finalizer unregisters a Registration dropped without it.
+// (tf_host_register), so that the asynchronous copies accept it.  It holds
+// a reference to the runtime until Close (or Unregister), or until a
+// finalizer unregisters a Registration dropped without it.  Its methods
+// may be called from any goroutine.
 type Registration struct {
-	mu  sync.Mutex
-	rt  *Runtime
-	mem []byte
+	mu    sync.Mutex
+	rt    *Runtime
+	ptr   unsafe.Pointer // nil once unregistered
+	n     int
+	track *hostRange
 }
 
-// HostRegister page-locks mem for the runtime (tf_host_register) until
-// Unregister.  StatusInvalidArgument for an empty slice, one overlapping a
-// range the runtime tracks, or memory already page-locked.
+// HostRegister page-locks the bytes at ptr for the runtime
+// (tf_host_register) until the Registration is closed.
+// StatusInvalidArgument for a nil ptr, 0 bytes, a range overlapping one
+// the runtime tracks, or memory already page-locked.
 //
-// Register memory that Go does not manage: syscall.Mmap's, or C memory.
-// The library keeps the address after the call returns and the device
-// reads and writes it while copies run, which cgo's rules forbid for Go
-// memory (make, new): the garbage collector does not move heap objects
-// today, and the Registration keeps mem reachable until it is
-// unregistered, but nothing in Go promises either.  Do not unmap or free
-// the memory before Unregister returns.
-func (r *Runtime) HostRegister(mem []byte) (*Registration, error) {
+// The memory must be memory Go does not manage: from MapHostMemory,
+// syscall.Mmap, or C (C.malloc, a C library's buffer).  The library keeps
+// the address after the call returns and the device reads and writes the
+// memory while copies run, which cgo's pointer rules forbid for Go memory
+// (make, new, a Go variable): do not pass unsafe.Pointer(&goSlice[0]).
+// Keep the memory mapped until Close returns nil (MapHostMemory's Close
+// refuses to unmap it before).
+func (r *Runtime) HostRegister(ptr unsafe.Pointer, bytes int) (*Registration, error) {
 	const op = "tf_host_register"
+	n, err := sizeArg(op, "bytes", bytes)
+	if err != nil {
+		return nil, err
+	}
 	owner, err := r.Clone()
 	if err != nil {
 		return nil, err
 	}
-	p, n := sliceBytes(mem)
-	err = owner.do(op, func(rt unsafe.Pointer) error { return hostRegister(rt, p, n) })
+	// Tracked first, so that MapHostMemory's Close never unmaps memory in
+	// the middle of being registered.
+	track := trackHostRange(ptr, bytes)
+	err = owner.do(op, func(rt unsafe.Pointer) error { return hostRegister(rt, ptr, n) })
 	if err != nil {
+		track.untrack()
 		owner.Close()
 		return nil, err
 	}
-	g := &Registration{rt: owner, mem: mem}
+	g := &Registration{rt: owner, ptr: ptr, n: bytes, track: track}
 	runtime.SetFinalizer(g, (*Registration).finalize)
 	return g, nil
 }
 
-// Bytes is the registered memory (nil once unregistered).
+// Ptr is the registered memory's address (nil once unregistered).
+func (g *Registration) Ptr() unsafe.Pointer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ptr
+}
+
+// Len is the number of bytes registered (0 once unregistered).
+func (g *Registration) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// Bytes is the registered memory as a slice (nil once unregistered): the
+// caller's memory, valid for as long as the caller keeps it mapped.
 func (g *Registration) Bytes() []byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.mem
+	if g.ptr == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(g.ptr), g.n)
 }
 
 // RecordUse is HostBuffer.RecordUse for the registered range.
 func (g *Registration) RecordUse(q Queue) error {
-	p, _ := sliceBytes(g.Bytes())
-	return recordUse(q, p, "Registration")
+	return recordUse(q, g.Ptr(), "Registration")
 }
 
-// Unregister waits for the streams that used the range, then unregisters
-// it (tf_host_unregister) and releases the slice and the runtime
-// reference; a second Unregister does nothing.  On an error the range stays
-// registered: call again, or leave it to the runtime's last release.
-func (g *Registration) Unregister() error {
+// Close waits for the streams that used the range, then unregisters it
+// (tf_host_unregister) and releases the runtime reference; a second Close
+// does nothing.  On an error the range stays registered: call again, or
+// leave it to the runtime's last release; the memory must stay mapped.
+//
+// After a synchronous Download or Upload through the range failed (other
+// than StatusInvalidArgument), the binding told the runtime, on the
+// failed call's slot, that the range is in use there, so the wait covers
+// that stream; if even that failed, Close first waits for that slot (as
+// Sync does).
+func (g *Registration) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.mem == nil {
+	if g.ptr == nil {
 		return nil
 	}
-	p, _ := sliceBytes(g.mem)
+	if held, err := g.track.settle(); err != nil {
+		return heldError("tf_host_unregister", "the range stays registered", held, err)
+	}
+	p := g.ptr
 	if err := g.rt.do("tf_host_unregister", func(rt unsafe.Pointer) error { return hostUnregister(rt, p) }); err != nil {
 		return err
 	}
+	g.track.untrack()
 	g.rt.Close()
-	g.mem, g.rt = nil, nil
+	g.ptr, g.n, g.rt = nil, 0, nil
 	runtime.SetFinalizer(g, nil)
 	return nil
 }
+
+// Unregister is Close.
+func (g *Registration) Unregister() error { return g.Close() }
 
 // leakedRegistrations keeps the memory of ranges a finalizer could not
 // unregister: the device may still use it.
@@ -201,7 +316,7 @@ var leakedRegistrations struct {
 }
 
 func (g *Registration) finalize() {
-	if g.Unregister() != nil {
+	if g.Close() != nil {
 		leakedRegistrations.Lock()
 		leakedRegistrations.list = append(leakedRegistrations.list, g)
 		leakedRegistrations.Unlock()

@@ -10,19 +10,27 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tensor4all/tenferro-gpu/bindings/go/internal/testsupport"
 	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
 )
 
-// mmapped is anonymous memory that Go does not manage, unmapped at the end
-// of the test: what HostRegister is documented to take.
+// mmapped is anonymous memory that Go does not manage, mapped by the test
+// itself and unmapped at its end: one kind of what HostRegister takes.
 func mmapped(t *testing.T, n int) []byte {
 	t.Helper()
 	mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	must(t, err)
 	t.Cleanup(func() { syscall.Munmap(mem) })
 	return mem
+}
+
+// register page-locks mem, memory Go does not manage, for q's runtime.
+func register(q interface {
+	HostRegister(unsafe.Pointer, int) (*tenferro.Registration, error)
+}, mem []byte) (*tenferro.Registration, error) {
+	return q.HostRegister(unsafe.Pointer(&mem[0]), len(mem))
 }
 
 func hostStats(t *testing.T, rt *tenferro.Runtime) tenferro.HostPoolStats {
@@ -32,30 +40,41 @@ func hostStats(t *testing.T, rt *tenferro.Runtime) tenferro.HostPoolStats {
 	return s
 }
 
-// A HostBuffer is Len bytes of C memory seen through an ordinary slice,
-// typed by HostSlice; Free is idempotent and leaves no view.
+// A HostBuffer is Len bytes of C memory seen through With and
+// WithHostSlice, or the raw UnsafeBytes and UnsafeHostSlice (and the
+// deprecated Bytes and HostSlice, the same views); Close is idempotent and
+// leaves no view.
 func TestHostBufferIsASliceOfPageLockedMemory(t *testing.T) {
 	rt := newRuntime(t, 1)
 	defer closeRuntime(t, rt)
 	h, err := rt.HostAlloc(4096)
 	must(t, err)
-	if h.Len() != 4096 || len(h.Bytes()) != 4096 || h.Ptr() == nil {
-		t.Fatalf("HostAlloc(4096): Len %d, len(Bytes) %d, Ptr %v", h.Len(), len(h.Bytes()), h.Ptr())
+	if h.Len() != 4096 || len(h.UnsafeBytes()) != 4096 || h.Ptr() == nil || &h.Bytes()[0] != &h.UnsafeBytes()[0] {
+		t.Fatalf("HostAlloc(4096): Len %d, len(UnsafeBytes) %d, Ptr %v", h.Len(), len(h.UnsafeBytes()), h.Ptr())
 	}
-	floats := tenferro.HostSlice[float32](h)
-	if len(floats) != 1024 {
-		t.Fatalf("HostSlice[float32] has %d values, want 1024", len(floats))
+	must(t, tenferro.WithHostSlice(h, func(floats []float32) {
+		if len(floats) != 1024 || &floats[0] != &tenferro.UnsafeHostSlice[float32](h)[0] ||
+			&floats[0] != &tenferro.HostSlice[float32](h)[0] {
+			t.Errorf("WithHostSlice[float32] has %d values at %p, want 1024 at %p", len(floats), &floats[0], h.Ptr())
+		}
+		floats[1] = 1
+	}))
+	must(t, h.With(func(b []byte) {
+		if len(b) != 4096 || b[4] != 0 || b[7] != 0x3f || b[6] != 0x80 {
+			t.Errorf("the float32 1 written through WithHostSlice reads % x through With", b[4:8])
+		}
+	}))
+	must(t, h.Close())
+	must(t, h.Close())
+	if h.UnsafeBytes() != nil || h.Ptr() != nil || tenferro.UnsafeHostSlice[float32](h) != nil || h.Len() != 0 {
+		t.Fatal("a closed HostBuffer still has a view")
 	}
-	floats[1] = 1
-	if b := h.Bytes(); b[4] != 0 || b[7] != 0x3f || b[6] != 0x80 {
-		t.Fatalf("the float32 1 written through HostSlice reads % x through Bytes", b[4:8])
+	ran := false
+	asError(t, h.With(func([]byte) { ran = true }), tenferro.StatusInvalidHandle, "HostBuffer.With", "closed")
+	if ran {
+		t.Fatal("With ran its function on a closed HostBuffer")
 	}
-	must(t, h.Free())
-	must(t, h.Free())
-	if h.Bytes() != nil || h.Ptr() != nil || tenferro.HostSlice[float32](h) != nil {
-		t.Fatal("a freed HostBuffer still has a view")
-	}
-	asError(t, h.RecordUse(rt), tenferro.StatusInvalidHandle, "tf_host_record_use", "freed")
+	asError(t, h.RecordUse(rt), tenferro.StatusInvalidHandle, "tf_host_record_use", "closed")
 }
 
 func TestHostAllocRefusesBadSizes(t *testing.T) {
@@ -109,7 +128,7 @@ func TestHostBufferKeepsItsRuntime(t *testing.T) {
 	if n := d.PrimaryRefcount(0); n != 1 {
 		t.Fatalf("primary context retained %d times while the block lives, want 1", n)
 	}
-	h.Bytes()[0] = 7
+	h.UnsafeBytes()[0] = 7
 	must(t, h.Free())
 	if n := d.PrimaryRefcount(0); n != 0 {
 		t.Fatalf("primary context retained %d times after Free, want 0", n)
@@ -132,23 +151,23 @@ func TestAsyncRoundTripThroughHostBuffers(t *testing.T) {
 	dst, err := s.HostAlloc(4 * len(want))
 	must(t, err)
 	defer dst.Free()
-	copy(tenferro.HostSlice[uint32](src), want)
+	copy(tenferro.UnsafeHostSlice[uint32](src), want)
 
-	up, err := buf.UploadAsync(tenferro.HostSlice[uint32](src))
+	up, err := buf.UploadAsync(tenferro.UnsafeHostSlice[uint32](src))
 	must(t, err)
 	must(t, up.Wait())
 	must(t, up.Close())
-	down, err := tenferro.DownloadAsync(s, tenferro.HostSlice[uint32](dst), buf.Ptr())
+	down, err := tenferro.DownloadAsync(s, tenferro.UnsafeHostSlice[uint32](dst), buf.Ptr())
 	must(t, err)
 	must(t, down.Wait())
 	if done, err := down.Done(); err != nil || !done {
 		t.Fatalf("after Wait: Done %v, %v", done, err)
 	}
 	must(t, down.Close())
-	if got := tenferro.HostSlice[uint32](dst); !sameValues(got, want) {
+	if got := tenferro.UnsafeHostSlice[uint32](dst); !sameValues(got, want) {
 		t.Fatalf("round trip: got %v..., want %v...", got[:4], want[:4])
 	}
-	part := tenferro.HostSlice[uint32](dst)[8:16]
+	part := tenferro.UnsafeHostSlice[uint32](dst)[8:16]
 	for i := range part {
 		part[i] = 0
 	}
@@ -172,17 +191,17 @@ func TestDownloadAsyncReturnsBeforeTheCopy(t *testing.T) {
 	h, err := s.HostAlloc(4 * len(want))
 	must(t, err)
 	defer h.Free()
-	for i := range h.Bytes() {
-		h.Bytes()[i] = 0
+	for i := range h.UnsafeBytes() {
+		h.UnsafeBytes()[i] = 0
 	}
 	release := holdBack(t, s)
-	e, err := buf.DownloadAsync(tenferro.HostSlice[uint32](h))
+	e, err := buf.DownloadAsync(tenferro.UnsafeHostSlice[uint32](h))
 	must(t, err)
 	defer e.Close()
 	if done, err := e.Done(); err != nil || done {
 		t.Fatalf("a copy behind held-back work: Done %v, %v; want pending", done, err)
 	}
-	if got := tenferro.HostSlice[uint32](h); got[1] == want[1] {
+	if got := tenferro.UnsafeHostSlice[uint32](h); got[1] == want[1] {
 		t.Fatal("the destination was written before the stream ran the copy")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -196,7 +215,7 @@ func TestDownloadAsyncReturnsBeforeTheCopy(t *testing.T) {
 	if double != nil {
 		h2, err := s.HostAlloc(64)
 		must(t, err)
-		e2, err := tenferro.DownloadAsync(s, h2.Bytes(), buf.Ptr())
+		e2, err := tenferro.DownloadAsync(s, h2.UnsafeBytes(), buf.Ptr())
 		must(t, err)
 		must(t, h2.Free())
 		if st := hostStats(t, s.Runtime); st.PendingFrees != 1 {
@@ -206,7 +225,7 @@ func TestDownloadAsyncReturnsBeforeTheCopy(t *testing.T) {
 	}
 	release()
 	must(t, e.Wait())
-	if got := tenferro.HostSlice[uint32](h); !sameValues(got, want) {
+	if got := tenferro.UnsafeHostSlice[uint32](h); !sameValues(got, want) {
 		t.Fatalf("after Wait: %v..., want %v...", got[:4], want[:4])
 	}
 	must(t, s.Sync())
@@ -230,61 +249,80 @@ func TestAsyncCopiesRefuseUntrackedMemory(t *testing.T) {
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_upload_async", "tf_host_alloc", "tf_host_register")
 	h, err := s.HostAlloc(16)
 	must(t, err)
-	bytes := h.Bytes()
+	bytes := h.UnsafeBytes()
 	must(t, h.Free())
 	_, err = buf.DownloadAsync(bytes) // a freed block
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_download_async")
 }
 
-// Memory Go does not manage (mmap) registered for the runtime takes
-// asynchronous copies both ways, and counts as registered until Unregister.
+// Memory Go does not manage (the program's own mmap, MapHostMemory's, C's
+// malloc) registered for the runtime takes asynchronous copies both ways,
+// and counts as registered until the Registration is closed.
 func TestRegisteredMemoryTakesAsyncCopies(t *testing.T) {
 	rt := newRuntime(t, 1)
 	defer closeRuntime(t, rt)
 	s := bind(t, rt, 0)
 	const n = 8192
-	src, dst := mmapped(t, n), mmapped(t, n)
+	src := mmapped(t, n)
+	mapped, err := tenferro.MapHostMemory(n)
+	must(t, err)
+	defer mapped.Close()
+	dst := mapped.UnsafeBytes()
+	cmem := testsupport.CMalloc(n)
+	defer testsupport.CFree(cmem)
 	for i := range src {
 		src[i] = byte(i * 7)
 	}
 	buf, err := tenferro.NewBuffer[byte](s, n)
 	must(t, err)
 	defer buf.Free()
-	up, err := s.HostRegister(src)
+	up, err := register(s, src)
 	must(t, err)
-	down, err := s.HostRegister(dst)
+	down, err := s.HostRegister(mapped.Ptr(), mapped.Len())
 	must(t, err)
-	if st := hostStats(t, rt); st.BytesRegistered != 2*n {
-		t.Fatalf("two ranges of %d bytes registered: %+v", n, st)
+	c, err := s.HostRegister(cmem, n)
+	must(t, err)
+	if st := hostStats(t, rt); st.BytesRegistered != 3*n {
+		t.Fatalf("three ranges of %d bytes registered: %+v", n, st)
+	}
+	if up.Ptr() != unsafe.Pointer(&src[0]) || up.Len() != n || &up.Bytes()[0] != &src[0] {
+		t.Fatalf("the Registration of %p: Ptr %p, Len %d", &src[0], up.Ptr(), up.Len())
 	}
 	e, err := buf.UploadAsync(up.Bytes())
 	must(t, err)
 	must(t, e.Wait())
 	e.Close()
-	e, err = buf.DownloadAsync(down.Bytes())
-	must(t, err)
-	must(t, e.Wait())
-	e.Close()
-	for i := range dst {
-		if dst[i] != src[i] {
-			t.Fatalf("byte %d: %d, want %d", i, dst[i], src[i])
+	for _, into := range [][]byte{dst, c.Bytes()} {
+		e, err = buf.DownloadAsync(into)
+		must(t, err)
+		must(t, e.Wait())
+		e.Close()
+		for i := range into {
+			if into[i] != src[i] {
+				t.Fatalf("byte %d: %d, want %d", i, into[i], src[i])
+			}
 		}
 	}
 	must(t, down.RecordUse(s))
-	_, err = s.HostRegister(src[4096:])
+	_, err = register(s, src[4096:])
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_host_register")
-	must(t, up.Unregister())
-	must(t, down.Unregister())
-	must(t, down.Unregister())
-	if down.Bytes() != nil {
+	must(t, up.Close())
+	must(t, down.Unregister()) // the name of 1.1
+	must(t, down.Close())
+	must(t, c.Close())
+	if down.Bytes() != nil || down.Ptr() != nil || down.Len() != 0 {
 		t.Fatal("an unregistered Registration still has its memory")
 	}
-	asError(t, down.RecordUse(s), tenferro.StatusInvalidHandle, "tf_host_record_use", "freed")
+	asError(t, down.RecordUse(s), tenferro.StatusInvalidHandle, "tf_host_record_use", "closed")
 	if st := hostStats(t, rt); st.BytesRegistered != 0 {
-		t.Fatalf("after Unregister: %+v", st)
+		t.Fatalf("after Close: %+v", st)
 	}
-	_, err = s.HostRegister(nil)
-	asError(t, err, tenferro.StatusInvalidArgument, "tf_host_register")
+	_, err = s.HostRegister(nil, 64)
+	asError(t, err, tenferro.StatusInvalidArgument, "tf_host_register", "NULL")
+	_, err = s.HostRegister(mapped.Ptr(), 0)
+	asError(t, err, tenferro.StatusInvalidArgument, "tf_host_register", "0")
+	_, err = s.HostRegister(mapped.Ptr(), -1)
+	asError(t, err, tenferro.StatusInvalidArgument, "tf_host_register", "negative")
 }
 
 // A Registration dropped without Unregister is unregistered by its
@@ -294,7 +332,7 @@ func TestDroppedRegistrationIsUnregistered(t *testing.T) {
 	rt, err := tenferro.NewRuntime(0)
 	must(t, err)
 	func() {
-		_, err := rt.HostRegister(mmapped(t, 4096))
+		_, err := register(rt, mmapped(t, 4096))
 		must(t, err)
 	}()
 	closeRuntime(t, rt)
@@ -320,7 +358,7 @@ func TestHostFailuresReachTheCaller(t *testing.T) {
 	_, err = rt.HostAlloc(1 << 20)
 	asError(t, err, tenferro.StatusCUDA, "tf_host_alloc")
 	d.Fail("cuMemHostRegister", 1, testsupport.CudaErrorUnknown, 1)
-	_, err = rt.HostRegister(mmapped(t, 4096))
+	_, err = register(rt, mmapped(t, 4096))
 	asError(t, err, tenferro.StatusCUDA, "tf_host_register")
 	s := bind(t, rt, 0)
 	buf, err := tenferro.NewBuffer[byte](s, 64)
@@ -328,10 +366,10 @@ func TestHostFailuresReachTheCaller(t *testing.T) {
 	h, err := s.HostAlloc(64)
 	must(t, err)
 	d.Fail("cuMemcpyDtoHAsync", 1, testsupport.CudaErrorUnknown, 1)
-	_, err = buf.DownloadAsync(h.Bytes())
+	_, err = buf.DownloadAsync(h.UnsafeBytes())
 	asError(t, err, tenferro.StatusCUDA, "tf_download_async")
 	d.Fail("cuEventRecord", 1, testsupport.CudaErrorUnknown, 1)
-	_, err = buf.UploadAsync(h.Bytes())
+	_, err = buf.UploadAsync(h.UnsafeBytes())
 	asError(t, err, tenferro.StatusCUDA, "tf_event_record")
 	must(t, s.Sync())
 	must(t, h.Free())

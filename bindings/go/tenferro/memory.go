@@ -65,21 +65,33 @@ func (r *Runtime) Free(p DevicePtr) error {
 
 // Upload copies src to device memory at dst, in order on q's stream slot
 // (tf_upload).  src may be reused as soon as Upload returns; later work on
-// the same slot sees the data, other slots after Sync.
+// the same slot sees the data, other slots after Sync.  After an error
+// (other than StatusInvalidArgument) the device may still read a src that
+// lies in a HostBuffer or Registration: their Free and Unregister wait for
+// it (HostBuffer.Free).  Go memory is never touched after Upload returns.
 func Upload[T Scalar](q Queue, dst DevicePtr, src []T) error {
 	p, n := sliceBytes(src)
-	return runtimeOf(q).do("tf_upload", func(rt unsafe.Pointer) error { return upload(rt, p, dst, n) })
+	return runtimeOf(q).do("tf_upload", func(rt unsafe.Pointer) error {
+		f, err := upload(rt, p, dst, n)
+		return afterCopy(rt, "tf_upload", f, p, err)
+	})
 }
 
 // Download copies len(dst) elements of device memory at src into dst,
 // after the work queued on q's stream slot (tf_download).  Go slices are
 // ordinary (pageable) memory, which the library copies through its
 // pipelined page-locked staging.  After an error dst may be partly
-// written; the library never touches it after Download returns.
-// DownloadContext stops waiting for the queued work when a context is done.
+// written.  Go memory is never touched after Download returns; a dst in a
+// HostBuffer or Registration may still be written by the device after an
+// error other than StatusInvalidArgument, and their Free and Unregister
+// wait for that (HostBuffer.Free).  DownloadContext stops waiting for the
+// queued work when a context is done.
 func Download[T Scalar](q Queue, dst []T, src DevicePtr) error {
 	p, n := sliceBytes(dst)
-	return runtimeOf(q).do("tf_download", func(rt unsafe.Pointer) error { return download(rt, src, p, n) })
+	return runtimeOf(q).do("tf_download", func(rt unsafe.Pointer) error {
+		f, err := download(rt, src, p, n)
+		return afterCopy(rt, "tf_download", f, p, err)
+	})
 }
 
 // DownloadScalar reads one value (at most MaxScalarDownload bytes: a
@@ -219,6 +231,9 @@ func (b *Buffer[T]) ToSlice() ([]T, error) {
 	}
 	return out, nil
 }
+
+// Close is Free: a Buffer is an io.Closer.
+func (b *Buffer[T]) Close() error { return b.Free() }
 
 // Free releases the memory (tf_free, through the buffer's Runtime); a
 // second Free does nothing.  See Runtime.Free for the ordering rules.

@@ -23,12 +23,16 @@ func deviceFree(p unsafe.Pointer, ptr DevicePtr) error {
 	return takeError(C.go_tf_free(crt(p), C.uint64_t(ptr)))
 }
 
-func upload(p unsafe.Pointer, src unsafe.Pointer, dst DevicePtr, n uintptr) error {
-	return takeError(C.go_tf_upload(crt(p), src, C.uint64_t(dst), C.size_t(n)))
+func upload(p unsafe.Pointer, src unsafe.Pointer, dst DevicePtr, n uintptr) (failedCopy, error) {
+	return copyResult(C.tfgo_upload(crt(p), src, C.uint64_t(dst), C.size_t(n)))
 }
 
-func download(p unsafe.Pointer, src DevicePtr, dst unsafe.Pointer, n uintptr) error {
-	return takeError(C.go_tf_download(crt(p), C.uint64_t(src), dst, C.size_t(n)))
+func download(p unsafe.Pointer, src DevicePtr, dst unsafe.Pointer, n uintptr) (failedCopy, error) {
+	return copyResult(C.tfgo_download(crt(p), C.uint64_t(src), dst, C.size_t(n)))
+}
+
+func copyResult(r C.tfgo_copy_result) (failedCopy, error) {
+	return failedCopy{recorded: Status(r.recorded), slot: int(r.slot)}, takeError(r.error)
 }
 
 func downloadScalar(p unsafe.Pointer, src DevicePtr, out unsafe.Pointer, n uintptr) error {

@@ -92,9 +92,11 @@ func programLog(unsafe.Pointer) (string, error)              { return "", load("
 func peerCopyAvailable(unsafe.Pointer, unsafe.Pointer) (bool, error) {
 	return false, load("tf_peer_copy_available")
 }
-func upload(unsafe.Pointer, unsafe.Pointer, DevicePtr, uintptr) error { return load("tf_upload") }
-func download(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) error {
-	return load("tf_download")
+func upload(unsafe.Pointer, unsafe.Pointer, DevicePtr, uintptr) (failedCopy, error) {
+	return failedCopy{}, load("tf_upload")
+}
+func download(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) (failedCopy, error) {
+	return failedCopy{}, load("tf_download")
 }
 func downloadScalar(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) error {
 	return load("tf_download_scalar")

@@ -61,12 +61,13 @@ func TestWithoutCgoZeroValuesAreInvalidHandles(t *testing.T) {
 		"Upload":               tenferro.Upload(&s, 0, []float32{1}),
 		"Event.Close":          (&tenferro.Event{}).Close(),
 		"HostAlloc":            second(s.HostAlloc(64)),
-		"HostRegister":         second(r.HostRegister(make([]byte, 64))),
+		"HostRegister":         second(r.HostRegister(nil, 64)),
 		"HostStats":            second(r.HostStats()),
 		"HostTrim":             r.HostTrim(),
 		"DownloadAsync":        second(tenferro.DownloadAsync(&s, []byte{0}, 0)),
 		"UploadAsync":          second(tenferro.UploadAsync(&s, 0, []byte{0})),
 		"HostBuffer.RecordUse": (&tenferro.HostBuffer{}).RecordUse(&s),
+		"HostBuffer.With":      (&tenferro.HostBuffer{}).With(func([]byte) {}),
 	} {
 		if !errors.Is(err, tenferro.StatusInvalidHandle) {
 			t.Errorf("%s: %v", name, err)
@@ -75,3 +76,18 @@ func TestWithoutCgoZeroValuesAreInvalidHandles(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// MapHostMemory needs no library: it maps memory for a program that may
+// register it once a library is there.
+func TestWithoutCgoHostMemoryWorks(t *testing.T) {
+	m, err := tenferro.MapHostMemory(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.With(func(b []byte) { b[4095] = 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil || m.Ptr() != nil {
+		t.Fatalf("Close: %v, Ptr %p", err, m.Ptr())
+	}
+}

@@ -226,6 +226,28 @@ TFGO_FUNCTIONS(TFGO_DEFINE_F, TFGO_DEFINE_R, TFGO_DEFINE_V, TFGO_DEFINE_OF, TFGO
 #undef TFGO_DEFINE_OF
 #undef TFGO_DEFINE_OV
 
+/* See shim.h.  The queries run after the copy's record was taken, so
+ * their own records cannot replace it. */
+static tfgo_copy_result tfgo_copy_noted(tf_runtime *rt, tf_error_info *err, const void *host) {
+    tfgo_copy_result r = {err, TF_ERROR_INVALID_ARGUMENT, -1};
+    if (err == NULL || err->status == TF_ERROR_INVALID_ARGUMENT) return r; /* nothing queued */
+    tf_error_info *use = go_tf_host_record_use(rt, (void *)host);
+    r.recorded = use == NULL ? TF_OK : use->status;
+    tfgo_error_free(use);
+    tf_error_info *slot = go_tf_runtime_current_slot(rt, &r.slot);
+    if (slot != NULL) r.slot = -1;
+    tfgo_error_free(slot);
+    return r;
+}
+
+tfgo_copy_result tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len) {
+    return tfgo_copy_noted(rt, go_tf_download(rt, src, dst, len), dst);
+}
+
+tfgo_copy_result tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len) {
+    return tfgo_copy_noted(rt, go_tf_upload(rt, src, dst, len), src);
+}
+
 /* cuBLAS's GEMM prototypes with its enums and handle spelled as what they
  * are in its ABI (int, pointer): cublasSgemm_v2(handle, transa, transb, m,
  * n, k, alpha, A, lda, B, ldb, beta, C, ldc). */

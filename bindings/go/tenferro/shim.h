@@ -210,6 +210,24 @@ void tfgo_error_free(tf_error_info *info);
 /* 1 while the calling thread runs the Go log callback (see log_cgo.go). */
 int tfgo_in_log_callback(void);
 
+/* A synchronous copy between the device and host memory: `error` is what
+ * its go_ wrapper returns.  After a failure that may leave the copy queued
+ * (any status but TF_ERROR_INVALID_ARGUMENT), `recorded` is the status of
+ * tf_host_record_use of the host memory on the failed call's slot (TF_OK:
+ * the runtime's pool now keeps a block from reuse, and an unregister
+ * waits, until that stream has passed the copy), `slot` that slot (-1 if
+ * unknown).  Returned by value, so that Go passes no pointer of its own. */
+typedef struct tfgo_copy_result {
+    tf_error_info *error;
+    int32_t recorded;
+    int32_t slot;
+} tfgo_copy_result;
+
+/* tf_download and tf_upload, with what the failure left noted in the same
+ * cgo call, so on the failing thread, whose slot the copy used. */
+tfgo_copy_result tfgo_download(tf_runtime *rt, uint64_t src, void *dst, size_t len);
+tfgo_copy_result tfgo_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len);
+
 /* cublasSgemm_v2 (is_double 0: alpha, beta are floats) or cublasDgemm_v2
  * (1: doubles) through the address tf_cublas_symbol() gave, so Go needs no
  * cuBLAS header or library of its own.  alpha and beta are host pointers,

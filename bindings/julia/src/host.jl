@@ -9,22 +9,32 @@
 # after the block is freed or the range unregistered: the order does not
 # depend on which Julia finalizer runs first.
 
-# What the finalizer of a host_alloc array frees: the block and the
-# runtime reference it holds.  `done` makes the free happen once.
+# What the finalizer of a host_alloc block frees: the block and the runtime
+# reference it holds.  `done` makes the free happen once.
 mutable struct HostBuffer
     rt::Ptr{L.tf_runtime}   # retained for the block
     ptr::Ptr{Cvoid}
     nbytes::Int
     @atomic done::Bool
+    range::_HostRange
 end
 
-# tf_host_free, then the runtime reference; the status of the free.  Never
-# throws or yields (it runs in finalizers).
+# tf_host_free (after waiting for a failed copy's stream, failed_copy.jl),
+# then the runtime reference; the error, or nothing.  Never throws or
+# yields (it runs in finalizers).
 function _free_block(hb::HostBuffer)
-    (@atomicswap hb.done = true) && return L.TF_OK
-    status = L.tf_host_free(hb.rt, hb.ptr)
+    (@atomicswap hb.done = true) && return nothing
+    _untrack(hb.range)
+    err = _settle(hb.range)
+    if err === nothing
+        status = L.tf_host_free(hb.rt, hb.ptr)
+        status == L.TF_OK || (err = _last_error(status))
+    else
+        _drop_holds(hb.range) # the device may still use it
+        err = _held_error("tf_host_free", "the block was leaked on purpose, never to be reused", err)
+    end
     L.tf_runtime_release(hb.rt)
-    return status
+    return err
 end
 
 # Retains x's runtime pointer for an object of its own: the returned
@@ -36,19 +46,32 @@ function _retained(x::RuntimeHandle, op)
     end
 end
 
+# The Array over a block, and the object whose finalizer frees it: the one
+# that every array made of it keeps reachable.  From Julia 1.11 an Array is
+# a view of a Memory, and reshape, vec and views share the Memory without
+# keeping the Array that host_alloc returned: the finalizer goes on the
+# Memory.  Before, reshape and vec keep their parent Array, which owns the
+# data.
+@static if VERSION >= v"1.11"
+    _block_owner(a::Array) = getfield(getfield(a, :ref), :mem)
+else
+    _block_owner(a::Array) = a
+end
+
 """
     host_alloc(x::Stream or Runtime, T, dims...) -> Array{T}
 
 An `Array{T}` of `dims` over page-locked host memory from the runtime's
 caching pool (`tf_host_alloc`): the host side of [`download_async!`](@ref)
-and [`upload_async!`](@ref).  Not zeroed; `T` is a bits type.  The array
-owns the block: when it is garbage-collected (with every view of it, which
-holds it), or at `finalize(A)`, the block goes back to the pool
-(`tf_host_free`), which is safe while a copy still uses it (the pool reuses
-it only once the device is done).  Do not use `A` or its views after
-`finalize(A)`, and do not `resize!` it.  The block holds a reference to
-its runtime until then.  Throws `TF_ERROR_INVALID_ARGUMENT` for 0 bytes,
-`TF_ERROR_OUT_OF_MEMORY` when page-locked memory is exhausted.
+and [`upload_async!`](@ref).  Not zeroed; `T` is a bits type.  The block
+lives as long as any array made of it (`A` itself, `reshape`, `vec`,
+views): when the garbage collector has collected all of them, or at
+[`free`](@ref)`(A)`, it goes back to the pool (`tf_host_free`), which is
+safe while a copy still uses it (the pool reuses it only once the device
+is done).  Do not use `A` or arrays made of it after `free(A)`, and do not
+`resize!` it.  The block holds a reference to its runtime until then.
+Throws `TF_ERROR_INVALID_ARGUMENT` for 0 bytes, `TF_ERROR_OUT_OF_MEMORY`
+when page-locked memory is exhausted.
 """
 function host_alloc(x::RuntimeHandle, ::Type{T}, dims::Integer...) where {T}
     op = "tf_host_alloc"
@@ -64,10 +87,39 @@ function host_alloc(x::RuntimeHandle, ::Type{T}, dims::Integer...) where {T}
         L.tf_runtime_release(rt)
         throw(err)
     end
-    hb = HostBuffer(rt, out[], Int(n), false)
+    range = _track(out[], n)
+    hb = HostBuffer(rt, out[], Int(n), false, range)
+    range.block = hb
     a = unsafe_wrap(Array, Ptr{T}(out[]), Int.(dims); own=false)
-    finalizer(_ -> (_free_block(hb); nothing), a)
+    finalizer(_ -> (_free_block(hb); nothing), _block_owner(a))
     return a
+end
+
+"""
+    free(A::Array)
+
+Give the block of a [`host_alloc`](@ref) array back to the pool now
+(`tf_host_free`) instead of when the garbage collector collects it: `A`
+and every array made of it must not be used afterwards.  `A` may be any
+array that starts at the block (`reshape(A, ...)`, `vec(A)`).  Safe while
+an asynchronous copy still uses the block (the pool waits).  After a
+failed synchronous copy through the block (`download!`, `upload!`) it
+first waits for that copy's stream when the pool could not be told of it,
+and leaks the block if that wait fails too (the thrown error says so).
+Throws `TF_ERROR_INVALID_ARGUMENT` for an array that does not start at a
+live block (also a second `free`).  On Julia 1.9 and 1.10 `finalize(A)`
+does the same; from 1.11 the block's finalizer is no longer `A`'s.
+"""
+function free(a::Array)
+    op = "tf_host_free"
+    r = _range_holding(UInt(pointer(a)))
+    if r === nothing || !(r.block isa HostBuffer) || r.start != UInt(pointer(a))
+        throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, op,
+                            "the array does not start at a live host_alloc block (freed already?)"))
+    end
+    err = _free_block(r.block)
+    err === nothing || throw(err)
+    return nothing
 end
 
 """
@@ -94,8 +146,22 @@ the asynchronous copies accept it until [`unregister`](@ref).
 """
 mutable struct Registration
     rt::Ptr{L.tf_runtime}   # retained for the range
-    array::Array            # kept reachable while registered
+    array::Array            # the array registered
+    ptr::Ptr{Cvoid}         # the range: the array's data when registered
+    memory::Any             # keeps that data alive while registered (_registered_memory)
     @atomic registered::Bool
+    range::_HostRange
+end
+
+# What keeps a registered array's data alive, wherever resize! moves the
+# array.  From Julia 1.11 resize! gives the array a new Memory and leaves
+# the old one (the registered one) to whoever holds it: the Registration.
+# Before, resize! frees the old data at once, unless the array shares it:
+# a second array over the same data makes Julia refuse to resize it.
+@static if VERSION >= v"1.11"
+    _registered_memory(a::Array) = _block_owner(a)
+else
+    _registered_memory(a::Array) = reshape(a, (length(a), 1))
 end
 
 """
@@ -104,8 +170,11 @@ end
 
 Page-lock `A`'s memory for the runtime (`tf_host_register`), so that the
 asynchronous copies accept it, until [`unregister`](@ref); the
-`Registration` keeps `A` reachable meanwhile (Julia does not move array
-data).  Do not `resize!` `A` while it is registered.  A `Registration`
+`Registration` keeps `A`'s memory alive meanwhile, and it is that memory
+that stays registered: from Julia 1.11 a `resize!` of `A` moves `A` off
+it (later copies through `A` are refused as untracked), and on 1.9 and
+1.10 `A` can no longer be resized at all (Julia refuses to resize shared
+data, also after `unregister`).  A `Registration`
 garbage-collected while registered is unregistered by its finalizer (tried
 again at a later collection if that fails).  Throws
 `TF_ERROR_INVALID_ARGUMENT` for an empty array, one overlapping a range the
@@ -117,13 +186,17 @@ function host_register(x::RuntimeHandle, a::Array{T}) where {T}
     _need_function(op)
     _bits(T, op)
     rt = _retained(x, op)
-    status = GC.@preserve a L.tf_host_register(rt, pointer(a), sizeof(a))
+    ptr = Ptr{Cvoid}(pointer(a))
+    memory = _registered_memory(a)
+    range = _track(ptr, sizeof(a))
+    status = GC.@preserve a L.tf_host_register(rt, ptr, sizeof(a))
     if status != L.TF_OK
         err = _last_error(status)
+        _untrack(range)
         L.tf_runtime_release(rt)
         throw(err)
     end
-    return finalizer(_finalize_registration, Registration(rt, a, true))
+    return finalizer(_finalize_registration, Registration(rt, a, ptr, memory, true, range))
 end
 
 function host_register(f::Function, x::RuntimeHandle, a::Array)
@@ -137,13 +210,15 @@ end
 
 Base.isopen(reg::Registration) = @atomic reg.registered
 
-# A finalizer must not throw or yield: the plain blocking call, and on a
+# A finalizer must not throw or yield: the plain blocking calls, and on a
 # failure the finalizer again for a later collection (the device may still
 # use the memory, which the Registration keeps).
 function _finalize_registration(reg::Registration)
     (@atomic reg.registered) || return nothing
-    if GC.@preserve reg L.tf_host_unregister(reg.rt, pointer(reg.array)) == L.TF_OK
+    if _settle(reg.range) === nothing &&
+       GC.@preserve(reg, L.tf_host_unregister(reg.rt, reg.ptr)) == L.TF_OK
         @atomic reg.registered = false
+        _untrack(reg.range)
         L.tf_runtime_release(reg.rt)
     else
         finalizer(_finalize_registration, reg)
@@ -158,17 +233,22 @@ Wait for the streams that used the range, then unregister it
 (`tf_host_unregister`) and release the runtime reference; a second call
 does nothing.  The wait lets other threads' garbage collections proceed
 in wait mode `:gc_safe` ([`TenferroGPU.wait_mode`](@ref)); otherwise it is
-a plain blocking call (there is no event to poll).  On an
-error the range stays registered: call again, or leave it to the finalizer
-or the runtime's last release.
+a plain blocking call (there is no event to poll).  After a failed
+synchronous copy through the range (`download!`, `upload!`) the wait
+covers that copy's stream too.  On an error the range stays registered:
+call again, or leave it to the finalizer or the runtime's last release;
+keep the array meanwhile (the `Registration` does).
 """
 function unregister(reg::Registration)
     op = "tf_host_unregister"
     (@atomic reg.registered) || return nothing
     _need_function(op)
-    status = GC.@preserve reg _host_unregister_c(reg.rt, pointer(reg.array), _gc_safe())
+    err = _settle(reg.range)
+    err === nothing || throw(_held_error(op, "the range stays registered", err))
+    status = GC.@preserve reg _host_unregister_c(reg.rt, reg.ptr, _gc_safe())
     check(status)
     if (@atomicswap reg.registered = false)
+        _untrack(reg.range)
         L.tf_runtime_release(reg.rt)
     end
     return nothing

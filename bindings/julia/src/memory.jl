@@ -48,11 +48,16 @@ free(x::RuntimeHandle, ptr::DevicePtr) = _with_stream((_, p) -> check(L.tf_free(
 Copy `src` to device memory at `dst`, in order on the stream (`x`, or the
 calling task's stream of the `Runtime` `x`; `tf_upload`).  `src` may be
 reused on return; later work on the same stream sees the data, other
-streams after `sync_stream`.
+streams after `sync_stream`.  After an error (other than
+`TF_ERROR_INVALID_ARGUMENT`) the device may still read a `src` that lies
+in a [`host_alloc`](@ref) block or registered array: freeing the block and
+`unregister` wait for it.  Other arrays are never touched after the call.
 """
 function upload!(x::RuntimeHandle, dst::DevicePtr, src::Array{T}) where {T}
     _bits(T, "tf_upload")
-    _with_stream((_, p) -> check(L.tf_upload(p, src, dst.addr, sizeof(src))), x, "tf_upload")
+    _with_stream(x, "tf_upload") do _, p
+        GC.@preserve src _check_copy(L.tf_upload(p, src, dst.addr, sizeof(src)), p, pointer(src))
+    end
     return nothing
 end
 
@@ -64,13 +69,17 @@ work queued on the stream (`x`, or the calling task's stream of the
 `Runtime` `x`; `tf_download`).  Julia arrays are pageable memory: bulk
 downloads go through the library's pipelined staging.  The wait lets other
 threads' garbage collections proceed ([`TenferroGPU.wait_mode`](@ref)).
-After an error `dst` may be partly written.
+After an error `dst` may be partly written.  Other arrays are never touched
+after the call; a `dst` in a [`host_alloc`](@ref) block or registered
+array may still be written by the device after an error other than
+`TF_ERROR_INVALID_ARGUMENT`, and freeing the block and `unregister` wait
+for that.
 """
 function download!(x::RuntimeHandle, dst::Array{T}, src::DevicePtr) where {T}
     _bits(T, "tf_download")
     _with_stream(x, "tf_download") do s, p
         _poll_stream(s, p)
-        check(_download_c(p, src.addr, dst, sizeof(dst), _gc_safe()))
+        GC.@preserve dst _check_copy(_download_c(p, src.addr, dst, sizeof(dst), _gc_safe()), p, pointer(dst))
     end
     return dst
 end

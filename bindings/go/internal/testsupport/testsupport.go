@@ -377,3 +377,14 @@ func (d *Double) DeviceWrite(dptr uint64, src []byte) bool {
 func (d *Double) DeviceRead(dptr uint64, dst []byte) bool {
 	return C.ts_device_rw(d.call("tfd_device_read"), C.uint64_t(dptr), unsafe.Pointer(&dst[0]), C.size_t(len(dst))) == 0
 }
+
+// CMalloc is n bytes of C memory, which Go does not manage: what
+// HostRegister takes from a C library.  Page-aligned (aligned_alloc), so
+// that no other allocation shares its pages with the driver's
+// registration.  Free it with CFree.
+func CMalloc(n int) unsafe.Pointer {
+	return C.aligned_alloc(4096, C.size_t((n+4095)/4096*4096))
+}
+
+// CFree frees what CMalloc returned.
+func CFree(p unsafe.Pointer) { C.free(p) }
