@@ -1257,6 +1257,69 @@ static void test_cublas_gemm(void **state) {
     dlclose(lib);
 }
 
+/* cublasGemmEx on float and double operands runs as the typed GEMMs; other
+ * types are refused.  Math and atomics modes are checked and kept. */
+static void test_cublas_gemm_ex_and_modes(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    void *lib = open_companion("libcublas.so.13");
+    struct cublas b;
+    __typeof__(cublasGemmEx) *gemm_ex;
+    __typeof__(cublasSetMathMode) *set_math;
+    __typeof__(cublasGetMathMode) *get_math;
+    __typeof__(cublasSetAtomicsMode) *set_atomics;
+    load_cublas(lib, &b);
+    LOAD(lib, gemm_ex, "cublasGemmEx");
+    LOAD(lib, set_math, "cublasSetMathMode");
+    LOAD(lib, get_math, "cublasGetMathMode");
+    LOAD(lib, set_atomics, "cublasSetAtomicsMode");
+    use_primary(0);
+    cublasHandle_t h = NULL;
+    assert_int_equal(b.create(&h), CUBLAS_STATUS_SUCCESS);
+    float hA[4] = {1, 2, 3, 4}, hB[4] = {5, 6, 7, 8}, hC[4] = {0, 0, 0, 0}, one = 1, zero = 0;
+    CUdeviceptr dA = 0, dB = 0, dC = 0;
+    CU(D.cuMemAlloc(&dA, sizeof hA));
+    CU(D.cuMemAlloc(&dB, sizeof hB));
+    CU(D.cuMemAlloc(&dC, sizeof hC));
+    CU(D.cuMemcpyHtoDAsync(dA, hA, sizeof hA, NULL));
+    CU(D.cuMemcpyHtoDAsync(dB, hB, sizeof hB, NULL));
+    const void *pA = (const void *)(uintptr_t)dA, *pB = (const void *)(uintptr_t)dB;
+    void *pC = (void *)(uintptr_t)dC;
+    const cublasComputeType_t computes[] = {CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(
+            gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_32F, 2, pB, CUDA_R_32F,
+                    2, &zero, pC, CUDA_R_32F, 2, computes[i], CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+        CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
+        assert_true(hC[0] == 23 && hC[1] == 34 && hC[2] == 31 && hC[3] == 46);
+        memset(hC, 0, sizeof hC);
+    }
+    assert_int_equal(
+        gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_16F, 2, pB, CUDA_R_16F, 2,
+                &zero, pC, CUDA_R_16F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(
+        gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_32F, 2, pB, CUDA_R_32F, 2,
+                &zero, pC, CUDA_R_32F, 2, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+    cublasMath_t math = CUBLAS_PEDANTIC_MATH;
+    assert_int_equal(get_math(h, &math), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(math, CUBLAS_DEFAULT_MATH);
+    assert_int_equal(set_math(h, CUBLAS_TF32_TENSOR_OP_MATH), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(get_math(h, &math), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(math, CUBLAS_TF32_TENSOR_OP_MATH);
+    assert_int_equal(set_math(h, (cublasMath_t)64), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(set_atomics(h, CUBLAS_ATOMICS_ALLOWED), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(set_atomics(h, (cublasAtomicsMode_t)2), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(set_math(NULL, CUBLAS_DEFAULT_MATH), CUBLAS_STATUS_NOT_INITIALIZED);
+    CU(D.cuMemFree(dA));
+    CU(D.cuMemFree(dB));
+    CU(D.cuMemFree(dC));
+    assert_int_equal(b.destroy(h), CUBLAS_STATUS_SUCCESS);
+    dlclose(lib);
+}
+
 static void test_cublas_stream_workspace(void **state) {
     (void)state;
     NEED_DOUBLE();
@@ -1592,6 +1655,7 @@ int main(void) {
         TEST(test_kernels),
         TEST(test_error_names),
         TEST(test_cublas_gemm),
+        TEST(test_cublas_gemm_ex_and_modes),
         TEST(test_cublas_stream_workspace),
         TEST(test_cublas12),
         TEST(test_nvrtc_compile),
