@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "support/test_support.h"
 #include "support/transfer_support.h"
@@ -178,6 +179,72 @@ static void failed_submissions_queue_nothing(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* ---- a free racing a copy ------------------------------------------------------- */
+
+struct racing_copy {
+    tf_runtime *rt;
+    uint64_t dev;
+    void *dst;
+    tf_status status;
+};
+
+static void *copy_into_block(void *arg) {
+    struct racing_copy *c = arg;
+    c->status = tf_download_async(c->rt, c->dev, c->dst, 4 * KiB);
+    if (c->status == TF_OK) c->status = tf_runtime_sync(c->rt); /* its own slot */
+    return NULL;
+}
+
+/* One round: the copy is held inside cuMemcpyDtoHAsync (a delay of the
+ * double), long after it found its block, while this thread frees the block.
+ * Returns 1 when the copy found the block first (the free then waited: its
+ * event is logged after the copy), 0 when the free came first (the copy was
+ * refused, as for any freed block). */
+static int race_a_free_against_a_copy(tf_runtime *rt) {
+    struct racing_copy c = {rt, lib_alloc(rt, 4 * KiB), host_alloc(rt, 4 * KiB), TF_OK};
+    const unsigned long gets = tfd()->tfd_calls("cuCtxGetCurrent");
+    const size_t from = tfd()->tfd_log_count();
+    pthread_t t;
+    char log[512];
+    const char *copy, *record;
+    assert_ok(tf_runtime_sync(rt));
+    tfd()->tfd_set_entry_delay_us("cuMemcpyDtoHAsync", 300000);
+    assert_int_equal(pthread_create(&t, NULL, copy_into_block, &c), 0);
+    while (tfd()->tfd_calls("cuCtxGetCurrent") == gets) usleep(1000); /* the copy's call began */
+    usleep(50000); /* past its lookup, inside the held driver call */
+    assert_ok(tf_host_free(rt, c.dst));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tfd()->tfd_set_entry_delay_us("cuMemcpyDtoHAsync", 0);
+    assert_ok(tf_runtime_sync(rt));
+    lib_free(rt, c.dev);
+    if (c.status != TF_OK) {
+        assert_int_equal(c.status, TF_ERROR_INVALID_ARGUMENT);
+        return 0;
+    }
+    tfd()->tfd_log_format(log, sizeof log, from);
+    copy = strstr(log, "cuMemcpyDtoHAsync");
+    record = strstr(log, "cuEventRecord");
+    assert_non_null(copy);
+    assert_non_null(record);
+    assert_true(copy < record);
+    return 1;
+}
+
+/* A tf_host_free that races a tf_download_async into its block, once the
+ * copy found the block, waits until the copy is queued: the event the free
+ * records comes after the copy, so the block is not handed out again before
+ * the copy ran (transfer/host_pool.h, "Locking"). */
+static void a_racing_free_waits_for_the_copy(void **state) {
+    tf_runtime *rt;
+    int won = 0, round;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    for (round = 0; round < 5 && won < 2; ++round) won += race_a_free_against_a_copy(rt);
+    assert_true(won > 0); /* the copy found its block first at least once */
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* ---- 32 threads ------------------------------------------------------------------ */
 
 enum { kThreads = 32, kRounds = 40 };
@@ -268,6 +335,7 @@ int main(void) {
         TF_TEST(registered_memory_is_accepted),
         TF_TEST(untracked_host_memory_is_refused),
         TF_TEST(failed_submissions_queue_nothing),
+        TF_TEST(a_racing_free_waits_for_the_copy),
         TF_TEST(threads_mix_pool_and_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -1257,6 +1258,201 @@ static void test_cublas_gemm(void **state) {
     dlclose(lib);
 }
 
+/* cublasGemmEx on float and double operands runs as the typed GEMMs; other
+ * types are refused.  Math and atomics modes are checked and kept. */
+static void test_cublas_gemm_ex_and_modes(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    void *lib = open_companion("libcublas.so.13");
+    struct cublas b;
+    __typeof__(cublasGemmEx) *gemm_ex;
+    __typeof__(cublasSetMathMode) *set_math;
+    __typeof__(cublasGetMathMode) *get_math;
+    __typeof__(cublasSetAtomicsMode) *set_atomics;
+    load_cublas(lib, &b);
+    LOAD(lib, gemm_ex, "cublasGemmEx");
+    LOAD(lib, set_math, "cublasSetMathMode");
+    LOAD(lib, get_math, "cublasGetMathMode");
+    LOAD(lib, set_atomics, "cublasSetAtomicsMode");
+    use_primary(0);
+    cublasHandle_t h = NULL;
+    assert_int_equal(b.create(&h), CUBLAS_STATUS_SUCCESS);
+    float hA[4] = {1, 2, 3, 4}, hB[4] = {5, 6, 7, 8}, hC[4] = {0, 0, 0, 0}, one = 1, zero = 0;
+    CUdeviceptr dA = 0, dB = 0, dC = 0;
+    CU(D.cuMemAlloc(&dA, sizeof hA));
+    CU(D.cuMemAlloc(&dB, sizeof hB));
+    CU(D.cuMemAlloc(&dC, sizeof hC));
+    CU(D.cuMemcpyHtoDAsync(dA, hA, sizeof hA, NULL));
+    CU(D.cuMemcpyHtoDAsync(dB, hB, sizeof hB, NULL));
+    const void *pA = (const void *)(uintptr_t)dA, *pB = (const void *)(uintptr_t)dB;
+    void *pC = (void *)(uintptr_t)dC;
+    const cublasComputeType_t computes[] = {CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(
+            gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_32F, 2, pB, CUDA_R_32F,
+                    2, &zero, pC, CUDA_R_32F, 2, computes[i], CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+        CU(D.cuMemcpyDtoHAsync(hC, dC, sizeof hC, NULL));
+        assert_true(hC[0] == 23 && hC[1] == 34 && hC[2] == 31 && hC[3] == 46);
+        memset(hC, 0, sizeof hC);
+    }
+    assert_int_equal(
+        gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_16F, 2, pB, CUDA_R_16F, 2,
+                &zero, pC, CUDA_R_16F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(
+        gemm_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, pA, CUDA_R_32F, 2, pB, CUDA_R_32F, 2,
+                &zero, pC, CUDA_R_32F, 2, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+    cublasMath_t math = CUBLAS_PEDANTIC_MATH;
+    assert_int_equal(get_math(h, &math), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(math, CUBLAS_DEFAULT_MATH);
+    assert_int_equal(set_math(h, CUBLAS_TF32_TENSOR_OP_MATH), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(get_math(h, &math), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(math, CUBLAS_TF32_TENSOR_OP_MATH);
+    assert_int_equal(set_math(h, (cublasMath_t)64), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(set_atomics(h, CUBLAS_ATOMICS_ALLOWED), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(set_atomics(h, (cublasAtomicsMode_t)2), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(set_math(NULL, CUBLAS_DEFAULT_MATH), CUBLAS_STATUS_NOT_INITIALIZED);
+    CU(D.cuMemFree(dA));
+    CU(D.cuMemFree(dB));
+    CU(D.cuMemFree(dC));
+    assert_int_equal(b.destroy(h), CUBLAS_STATUS_SUCCESS);
+    dlclose(lib);
+}
+
+/* ---- cuBLASLt ------------------------------------------------------------------- */
+
+struct cublaslt {
+    __typeof__(cublasLtCreate) *create;
+    __typeof__(cublasLtDestroy) *destroy;
+    __typeof__(cublasLtMatmulDescCreate) *desc_create;
+    __typeof__(cublasLtMatmulDescDestroy) *desc_destroy;
+    __typeof__(cublasLtMatmulDescSetAttribute) *desc_set;
+    __typeof__(cublasLtMatrixLayoutCreate) *layout_create;
+    __typeof__(cublasLtMatrixLayoutDestroy) *layout_destroy;
+    __typeof__(cublasLtMatmulPreferenceCreate) *pref_create;
+    __typeof__(cublasLtMatmulPreferenceDestroy) *pref_destroy;
+    __typeof__(cublasLtMatmulPreferenceSetAttribute) *pref_set;
+    __typeof__(cublasLtMatmulAlgoGetHeuristic) *heuristic;
+    __typeof__(cublasLtMatmul) *matmul;
+};
+
+static void load_cublaslt(void *lib, struct cublaslt *l) {
+    LOAD(lib, l->create, "cublasLtCreate");
+    LOAD(lib, l->destroy, "cublasLtDestroy");
+    LOAD(lib, l->desc_create, "cublasLtMatmulDescCreate");
+    LOAD(lib, l->desc_destroy, "cublasLtMatmulDescDestroy");
+    LOAD(lib, l->desc_set, "cublasLtMatmulDescSetAttribute");
+    LOAD(lib, l->layout_create, "cublasLtMatrixLayoutCreate");
+    LOAD(lib, l->layout_destroy, "cublasLtMatrixLayoutDestroy");
+    LOAD(lib, l->pref_create, "cublasLtMatmulPreferenceCreate");
+    LOAD(lib, l->pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    LOAD(lib, l->pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    LOAD(lib, l->heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    LOAD(lib, l->matmul, "cublasLtMatmul");
+}
+
+/* cublasLtMatmul computes D = alpha op(A) op(B) + beta C when its stream runs
+ * it, on a cuBLASLt handle or a cuBLAS one; what the double does not model
+ * is refused, never computed wrongly. */
+static void test_cublaslt_matmul(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    void *lib = open_companion("libcublasLt.so.13"), *blas = open_companion("libcublas.so.13");
+    struct cublaslt l;
+    struct cublas b;
+    load_cublaslt(lib, &l);
+    load_cublas(blas, &b);
+    use_primary(0);
+    cublasLtHandle_t h = NULL;
+    cublasHandle_t bh = NULL;
+    assert_int_equal(l.create(&h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(b.create(&bh), CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulDesc_t desc = NULL;
+    cublasLtMatrixLayout_t lay = NULL, wide = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    const int32_t trans = CUBLAS_OP_T, device_mode = CUBLASLT_POINTER_MODE_DEVICE;
+    const uint64_t ws = 1024;
+    assert_int_equal(l.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(
+        l.desc_set(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &device_mode, sizeof device_mode),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(l.layout_create(&lay, CUDA_R_32F, 2, 2, 2), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.layout_create(&wide, CUDA_R_32F, 2, 3, 2), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.layout_create(&wide, CUDA_R_32F, 3, 2, 2), CUBLAS_STATUS_INVALID_VALUE);
+    assert_int_equal(l.pref_create(&pref), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                     CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulHeuristicResult_t r;
+    int found = 0;
+    assert_int_equal(l.heuristic(h, desc, lay, lay, lay, lay, pref, 1, &r, &found),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(found, 1);
+    assert_int_equal(r.state, CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.heuristic(h, desc, wide, lay, lay, lay, pref, 1, &r, &found),
+                     CUBLAS_STATUS_INVALID_VALUE); /* op(A) is 3 x 2 */
+
+    float hA[4] = {1, 2, 3, 4}, hB[4] = {5, 6, 7, 8}, hC[4] = {1, 1, 1, 1}, hD[4] = {0};
+    CUdeviceptr dA = 0, dB = 0, dC = 0, dD = 0, dW = 0;
+    CU(D.cuMemAlloc(&dA, sizeof hA));
+    CU(D.cuMemAlloc(&dB, sizeof hB));
+    CU(D.cuMemAlloc(&dC, sizeof hC));
+    CU(D.cuMemAlloc(&dD, sizeof hD));
+    CU(D.cuMemAlloc(&dW, ws));
+    CU(D.cuMemcpyHtoDAsync(dA, hA, sizeof hA, NULL));
+    CU(D.cuMemcpyHtoDAsync(dB, hB, sizeof hB, NULL));
+    CU(D.cuMemcpyHtoDAsync(dC, hC, sizeof hC, NULL));
+    const float two = 2, one = 1;
+    const void *pA = (const void *)(uintptr_t)dA, *pB = (const void *)(uintptr_t)dB,
+               *pC = (const void *)(uintptr_t)dC;
+    void *pD = (void *)(uintptr_t)dD, *pW = (void *)(uintptr_t)dW;
+    /* on the cuBLAS handle: D = 2 A^T B + C; A^T = [1 2; 3 4], B = [5 7; 6 8] */
+    const int queued = T->tfd_pending(NULL);
+    assert_int_equal(l.matmul((cublasLtHandle_t)bh, desc, &two, pA, lay, pB, lay, &one, pC, lay, pD,
+                              lay, &r.algo, pW, ws, NULL),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(T->tfd_pending(NULL), queued + 1); /* queued, not run */
+    CU(D.cuMemcpyDtoHAsync(hD, dD, sizeof hD, NULL));
+    assert_true(hD[0] == 35 && hD[1] == 79 && hD[2] == 47 && hD[3] == 107);
+    /* the workspace must be device memory */
+    assert_int_equal(l.matmul(h, desc, &two, pA, lay, pB, lay, &one, pC, lay, pD, lay, &r.algo, hD,
+                              sizeof hD, NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    /* operands must be device memory */
+    assert_int_equal(
+        l.matmul(h, desc, &two, hA, lay, pB, lay, &one, pC, lay, pD, lay, &r.algo, NULL, 0, NULL),
+        CUBLAS_STATUS_EXECUTION_FAILED);
+    cublasLtMatmulDesc_t half = NULL;
+    assert_int_equal(l.desc_create(&half, CUBLAS_COMPUTE_16F, CUDA_R_16F), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.heuristic(h, half, lay, lay, lay, lay, pref, 1, &r, &found),
+                     CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(l.desc_destroy(half), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.desc_destroy(half), CUBLAS_STATUS_INVALID_VALUE); /* already gone */
+    T->tfd_fail("cublasLtMatmul", 1, CUBLAS_STATUS_INTERNAL_ERROR, 1);
+    assert_int_equal(
+        l.matmul(h, desc, &two, pA, lay, pB, lay, &one, pC, lay, pD, lay, &r.algo, NULL, 0, NULL),
+        CUBLAS_STATUS_INTERNAL_ERROR);
+    T->tfd_clear_faults();
+
+    assert_int_equal(l.pref_destroy(pref), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.layout_destroy(lay), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.layout_destroy(wide), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.desc_destroy(desc), CUBLAS_STATUS_SUCCESS);
+    CU(D.cuMemFree(dA));
+    CU(D.cuMemFree(dB));
+    CU(D.cuMemFree(dC));
+    CU(D.cuMemFree(dD));
+    CU(D.cuMemFree(dW));
+    assert_int_equal(b.destroy(bh), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.destroy(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(l.destroy(h), CUBLAS_STATUS_NOT_INITIALIZED);
+    dlclose(blas);
+    dlclose(lib);
+}
+
 static void test_cublas_stream_workspace(void **state) {
     (void)state;
     NEED_DOUBLE();
@@ -1592,6 +1788,8 @@ int main(void) {
         TEST(test_kernels),
         TEST(test_error_names),
         TEST(test_cublas_gemm),
+        TEST(test_cublas_gemm_ex_and_modes),
+        TEST(test_cublaslt_matmul),
         TEST(test_cublas_stream_workspace),
         TEST(test_cublas12),
         TEST(test_nvrtc_compile),

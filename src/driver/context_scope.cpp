@@ -31,24 +31,19 @@ tf_status ContextScope::switch_from(const DriverApi &api, CUcontext current, CUc
         }
         return st;
     }
-    api_ = &api;
-    saved_ = current;
-    exit_ = Exit::restore;
     return TF_OK;
 }
 
-void ContextScope::restore() {
-    exit_ = Exit::none;
-    CUresult r = api_->cuCtxSetCurrent(saved_);
+void ContextScope::restore(const DriverApi &api, CUcontext saved, bool quiet_when_deinitialized) {
+    CUresult r = api.cuCtxSetCurrent(saved);
     if (r == CUDA_SUCCESS) return;
     // Teardown at process exit may find the driver already gone: nobody is
     // left to care, so it asks for quiet.
-    if (r == CUDA_ERROR_DEINITIALIZED && quiet_when_deinitialized_) return;
+    if (r == CUDA_ERROR_DEINITIALIZED && quiet_when_deinitialized) return;
     char what[96];
     log(TF_LOG_WARNING,
         "%s: failed to restore the caller's CUDA context %p: cuCtxSetCurrent returned %s",
-        current_operation(), static_cast<void *>(saved_),
-        describe_cuda(*api_, r, what, sizeof what));
+        current_operation(), static_cast<void *>(saved), describe_cuda(api, r, what, sizeof what));
 }
 
 }  // namespace tf

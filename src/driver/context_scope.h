@@ -38,7 +38,7 @@ public:
         CUcontext current = nullptr;
         tf_status st = read_current(api, &current);
         if (st != TF_OK || current == target) return st;  // fast path: one driver call
-        return switch_from(api, current, target);
+        return activate(api, current, target);
     }
 
     // As enter(), for a scope in which caller code runs: the caller's
@@ -47,8 +47,8 @@ public:
         CUcontext current = nullptr;
         tf_status st = read_current(api, &current);
         if (st != TF_OK) return st;
-        if (current != target) return switch_from(api, current, target);
-        watch(api, current);  // fast path: nothing to switch, ask again at the end
+        if (current != target) return activate(api, current, target);
+        remember(api, current, Exit::verify);  // fast path: nothing to switch, ask again at the end
         return TF_OK;
     }
 
@@ -57,23 +57,19 @@ public:
     tf_status hold(const DriverApi &api) {
         CUcontext current = nullptr;
         tf_status st = read_current(api, &current);
-        if (st == TF_OK) watch(api, current);
+        if (st == TF_OK) remember(api, current, Exit::verify);
         return st;
     }
 
     // Restores now instead of at scope end (idempotent).
     void leave() {
         if (exit_ == Exit::none) return;
-        if (exit_ == Exit::verify) {
-            // A failed question is answered by restoring: never leave the
-            // thread elsewhere.
-            CUcontext now = nullptr;
-            if (api_->cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == saved_) {
-                exit_ = Exit::none;
-                return;
-            }
-        }
-        restore();
+        const Exit exit = exit_;
+        exit_ = Exit::none;
+        // A failed question is answered by restoring: never leave the
+        // thread elsewhere.
+        if (exit == Exit::verify && still_current(*api_, saved_)) return;
+        restore(*api_, saved_, quiet_when_deinitialized_);
     }
 
     // Do not log a restore that fails because the driver is deinitialized
@@ -85,20 +81,34 @@ private:
     // check that it is still current (and put it back if not).
     enum class Exit : uint8_t { none, restore, verify };
 
+    // The helpers below take values, never the scope's address, so that a
+    // scope (and the call frame holding it) can live in registers: the fast
+    // paths then cost the driver calls and a few compares.
     static tf_status read_current(const DriverApi &api, CUcontext *out) {
         if (!api.cuCtxGetCurrent || !api.cuCtxSetCurrent) return fail_missing_entry(api);
         CUresult r = api.cuCtxGetCurrent(out);
         return r == CUDA_SUCCESS ? TF_OK : fail_read(api, r);
     }
-    void watch(const DriverApi &api, CUcontext current) {
+    static bool still_current(const DriverApi &api, CUcontext saved) {
+        CUcontext now = nullptr;
+        return api.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now == saved;
+    }
+    tf_status activate(const DriverApi &api, CUcontext current, CUcontext target) {
+        tf_status st = switch_from(api, current, target);
+        if (st == TF_OK) remember(api, current, Exit::restore);
+        return st;
+    }
+    void remember(const DriverApi &api, CUcontext current, Exit exit) {
         api_ = &api;
         saved_ = current;
-        exit_ = Exit::verify;
+        exit_ = exit;
     }
     static tf_status fail_missing_entry(const DriverApi &api) __attribute__((cold, noinline));
     static tf_status fail_read(const DriverApi &api, CUresult r) __attribute__((cold, noinline));
-    tf_status switch_from(const DriverApi &api, CUcontext current, CUcontext target);
-    void restore();  // exit_ back to none; the saved context made current
+    // Makes `target` current; on failure puts `current` back and records why.
+    static tf_status switch_from(const DriverApi &api, CUcontext current, CUcontext target);
+    // Makes `saved` current again; a failure is logged.
+    static void restore(const DriverApi &api, CUcontext saved, bool quiet_when_deinitialized);
 
     const DriverApi *api_ = nullptr;
     CUcontext saved_ = nullptr;

@@ -58,7 +58,12 @@ public:
         tf_status st = enter_context(code);
         if (st != TF_OK) return st;
         slot_ = slot;
-        return state_.slot_stream(slot, &stream_);
+        stream_ = state_.existing_stream(slot);
+        if (stream_) return TF_OK;
+        CUstream made = nullptr;  // a local: the frame's address never escapes
+        st = state_.slot_stream(slot, &made);
+        stream_ = made;
+        return st;
     }
     // After enter(): holds the slot's lock until the frame goes.  A thread
     // that already holds it (a callback calling back into its own slot)

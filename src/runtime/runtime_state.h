@@ -96,19 +96,22 @@ private:
 
     static constexpr int kFaultNone = 0, kFaultWriting = 1, kFaultRecorded = 2;
 
+    // What every call reads (the table, the slot count, the context, the
+    // fork and fault checks, the slots) comes first: two cache lines,
+    // however far the driver's work between two calls pushed them out.
     const DriverApi *api_;
     RuntimeOptions options_;
     PrimaryContextRetain primary_;
+    uint32_t fork_generation_ = 0;
+    std::atomic<int> fault_phase_{kFaultNone};
+    std::unique_ptr<StreamSlot[]> slots_;
     tf_device_properties info_{};
     uint64_t identity_ = 0;
     uint64_t allocation_domain_ = 0;
-    uint32_t fork_generation_ = 0;
     pid_t creator_pid_ = 0;
-    std::unique_ptr<StreamSlot[]> slots_;
     std::mutex create_mutex_;  // serializes stream creation only
     RetirementQueue retirements_;
 
-    std::atomic<int> fault_phase_{kFaultNone};
     int32_t fault_code_ = 0;
     char fault_detail_[TF_ERROR_MESSAGE_CAPACITY] = {0};
 

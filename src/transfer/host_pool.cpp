@@ -2,6 +2,7 @@
 #include "transfer/host_pool.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "driver/cuda_status.h"
 #include "util/error.h"
@@ -31,13 +32,37 @@ size_t host_size_class(size_t bytes) {
     return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
+// The mutex exclusive, and no copy's lookup reading without it
+// (host_pool.h, "Locking"): a lookup counted before `writing_` was raised
+// is waited for; it holds its count only until its copy is queued.
+class HostPool::WriteLock {
+public:
+    explicit WriteLock(HostPool &pool) : pool_(pool), hold_(pool.mutex_) {
+        pool_.writing_.store(true, std::memory_order_seq_cst);
+        while (pool_.readers_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    }
+    ~WriteLock() { unlock(); }
+    WriteLock(const WriteLock &) = delete;
+    WriteLock &operator=(const WriteLock &) = delete;
+
+    void unlock() {
+        if (!hold_.owns_lock()) return;
+        pool_.writing_.store(false, std::memory_order_release);
+        hold_.unlock();
+    }
+
+private:
+    HostPool &pool_;
+    std::unique_lock<std::shared_mutex> hold_;
+};
+
 HostPool::HostPool(int slot_count) : streams_(new std::atomic<CUstream>[slot_count]) {
     for (int i = 0; i < slot_count; ++i) streams_[i].store(nullptr, std::memory_order_relaxed);
 }
 
 HostPool::~HostPool() = default;
 
-HostPool::Range *HostPool::find_locked(uintptr_t p) const {
+inline HostPool::Range *HostPool::find_locked(uintptr_t p) const {
     auto it = ranges_.upper_bound(p);
     if (it == ranges_.begin()) return nullptr;
     --it;
@@ -56,7 +81,7 @@ tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
     const size_t capacity = host_size_class(bytes);
     if (capacity == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "bytes %zu is too large", bytes);
     {
-        std::unique_lock<std::shared_mutex> hold(mutex_);
+        WriteLock hold(*this);
         poll_front_locked(api);
         auto it = cached_.find(capacity);
         if (it != cached_.end() && !it->second.empty()) {
@@ -86,7 +111,7 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         std::vector<std::unique_ptr<Range>> cached;
         {
-            std::unique_lock<std::shared_mutex> hold(mutex_);
+            WriteLock hold(*this);
             poll_all_locked(api);
             cached = take_cached_locked();
         }
@@ -105,7 +130,7 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
     range->bytes = bytes;
     range->capacity = capacity;
     try {
-        std::unique_lock<std::shared_mutex> hold(mutex_);
+        WriteLock hold(*this);
         ranges_.emplace(range->base, std::move(range));
         stats_.bytes_in_use += capacity;
         ++stats_.blocks_in_use;
@@ -122,7 +147,7 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
 
 tf_status HostPool::free(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-    std::unique_lock<std::shared_mutex> hold(mutex_);
+    WriteLock hold(*this);
     Range *r = find_locked(p);
     if (!r)
         return fail_not_ours("ptr", ptr,
@@ -229,7 +254,7 @@ void HostPool::poll_all_locked(const DriverApi &api) {
 }
 
 void HostPool::poll(const DriverApi &api) {
-    std::unique_lock<std::shared_mutex> hold(mutex_);
+    WriteLock hold(*this);
     poll_all_locked(api);
 }
 
@@ -273,7 +298,7 @@ tf_status HostPool::free_to_driver(const DriverApi &api,
 tf_status HostPool::trim(const DriverApi &api) {
     std::vector<std::unique_ptr<Range>> cached;
     {
-        std::unique_lock<std::shared_mutex> hold(mutex_);
+        WriteLock hold(*this);
         poll_all_locked(api);
         cached = take_cached_locked();
     }
@@ -288,7 +313,7 @@ tf_status HostPool::register_range(const DriverApi &api, void *ptr, size_t bytes
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr %p + bytes %zu wraps around", ptr, bytes);
     Range *reserved = nullptr;
     {
-        std::unique_lock<std::shared_mutex> hold(mutex_);
+        WriteLock hold(*this);
         auto next = ranges_.lower_bound(p);
         Range *overlap =
             next != ranges_.end() && next->first < p + bytes ? next->second.get() : find_locked(p);
@@ -308,7 +333,7 @@ tf_status HostPool::register_range(const DriverApi &api, void *ptr, size_t bytes
     }
     CUresult r = api.cuMemHostRegister ? api.cuMemHostRegister(ptr, bytes, kRegisterFlags)
                                        : CUDA_ERROR_NOT_FOUND;
-    std::unique_lock<std::shared_mutex> hold(mutex_);
+    WriteLock hold(*this);
     if (r != CUDA_SUCCESS) {
         ranges_.erase(p);
         hold.unlock();
@@ -331,7 +356,7 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
     int used_slots[kMaxSlots];
     int n_used = 0;
     {
-        std::unique_lock<std::shared_mutex> hold(mutex_);
+        WriteLock hold(*this);
         r = find_locked(p);
         if (!r)
             return fail_not_ours("ptr", ptr,
@@ -360,7 +385,7 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
         st = TF_CU(api, cuStreamSynchronize,
                    streams_[used_slots[i]].load(std::memory_order_relaxed));
     if (st == TF_OK) st = TF_CU(api, cuMemHostUnregister, ptr);
-    std::unique_lock<std::shared_mutex> hold(mutex_);
+    WriteLock hold(*this);
     if (st != TF_OK) {
         r->phase = Phase::live;
         return st;
@@ -387,7 +412,21 @@ tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
 
 tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int slot,
                               CUstream stream, Use *use) {
-    std::shared_lock<std::shared_mutex> hold(mutex_);
+    readers_.fetch_add(1, std::memory_order_seq_cst);
+    if (!writing_.load(std::memory_order_seq_cst)) {
+        use->counted_ = &readers_;  // dropped by ~Use, once the copy is queued (or refused)
+        return find_use(name, ptr, len, slot, stream);
+    }
+    readers_.fetch_sub(1, std::memory_order_release);
+    std::shared_lock<std::shared_mutex> hold(mutex_);  // waits for the writer
+    tf_status st = find_use(name, ptr, len, slot, stream);
+    if (st == TF_OK) use->lock_ = std::move(hold);
+    return st;
+}
+
+// begin_use's lookup, counted or under the shared mutex.
+tf_status HostPool::find_use(const char *name, const void *ptr, size_t len, int slot,
+                             CUstream stream) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = find_locked(p);
     if (!r || r->phase != Phase::live)
@@ -401,9 +440,14 @@ tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int
                        "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name, ptr,
                        len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
                        r->bytes, as_ptr(r->base));
-    streams_[slot].store(stream, std::memory_order_relaxed);
-    r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
-    use->lock_ = std::move(hold);
+    // Both are set once per block and slot, then only read: no store, and
+    // no atomic read-modify-write, on the copies after the first.
+    if (streams_[slot].load(std::memory_order_relaxed) != stream)
+        streams_[slot].store(stream, std::memory_order_relaxed);
+    std::atomic<uint64_t> &used = r->used[slot / 64];
+    const uint64_t bit = uint64_t(1) << (slot % 64);
+    if (!(used.load(std::memory_order_relaxed) & bit))
+        used.fetch_or(bit, std::memory_order_relaxed);
     return TF_OK;
 }
 
@@ -415,7 +459,7 @@ void HostPool::stats(tf_host_pool_stats *out) const {
 }
 
 void HostPool::release_all(const DriverApi &api) {
-    std::unique_lock<std::shared_mutex> hold(mutex_);
+    WriteLock hold(*this);
     char what[96];
     // Every stream is synchronized: each pending free has completed.
     for (Pending &p : pending_)

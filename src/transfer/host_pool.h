@@ -21,12 +21,19 @@
 // cannot be recorded is replaced by waiting for its stream; if that fails
 // too, the block is leaked, never reused.
 //
-// Locking: one std::shared_mutex.  Lookups (begin_use, record_use) take it
-// shared and set use bits with atomic ORs; a copy keeps it shared until it
-// is queued, so a concurrent free is ordered after the copy.  Everything
-// that changes the maps takes it exclusive.  cuMemHostAlloc, cuMemFreeHost,
-// cuMemHostRegister/Unregister and the wait of an unregister run outside it
-// (a range in transition is marked and refused by lookups).
+// Locking: one std::shared_mutex, and a count of the copies' lookups.
+// Everything that changes the maps or a range takes the mutex exclusive
+// (WriteLock), raises `writing_` and waits until no copy's lookup is
+// counted.  A copy's lookup (begin_use) counts itself in `readers_` and,
+// unless a writer is in, reads without the mutex: two atomic operations
+// where a reader lock costs two and about 90 instructions more; it stays
+// counted until the copy is queued, so a concurrent free is ordered after
+// the copy.  A lookup that finds a writer in takes the mutex shared
+// instead, as the other lookups (record_use, stats) always do.  Use bits
+// are set with atomic ORs, only when not set yet.  cuMemHostAlloc,
+// cuMemFreeHost, cuMemHostRegister/Unregister and the wait of an
+// unregister run outside the mutex (a range in transition is marked and
+// refused by lookups).
 #pragma once
 
 #include <cuda.h>
@@ -81,13 +88,20 @@ public:
     // holds `ptr`.
     tf_status record_use(const void *ptr, int slot, CUstream stream);
 
-    // Held by a copy from the lookup until it is queued.
+    // Held by a copy from the lookup until it is queued: the lookup's count,
+    // or the shared mutex when a writer was in.
     class Use {
     public:
         Use() = default;
+        ~Use() {
+            if (counted_) counted_->fetch_sub(1, std::memory_order_release);
+        }
+        Use(const Use &) = delete;
+        Use &operator=(const Use &) = delete;
 
     private:
         friend class HostPool;
+        std::atomic<uint32_t> *counted_ = nullptr;
         std::shared_lock<std::shared_mutex> lock_;
     };
     // [ptr, ptr + len) lies in one live block or registered range: records
@@ -120,7 +134,9 @@ private:
         std::vector<CUevent> events;
     };
 
-    Range *find_locked(uintptr_t p) const;
+    class WriteLock;
+    tf_status find_use(const char *name, const void *ptr, size_t len, int slot, CUstream stream);
+    inline Range *find_locked(uintptr_t p) const;
     void cache_locked(Range *r);
     void poll_front_locked(const DriverApi &api);
     void poll_all_locked(const DriverApi &api);
@@ -133,12 +149,15 @@ private:
     tf_status fail_not_ours(const char *name, const void *ptr, const char *what) const
         __attribute__((cold, noinline));
 
-    mutable std::shared_mutex mutex_;
+    // What a copy's lookup reads comes first, together.
+    std::atomic<uint32_t> readers_{0};                  // copies' lookups reading without the mutex
+    std::atomic<bool> writing_{false};                  // a WriteLock holds the mutex
+    std::unique_ptr<std::atomic<CUstream>[]> streams_;  // slot -> stream that used a range
     std::map<uintptr_t, std::unique_ptr<Range>> ranges_;  // every block and registered range
-    std::map<size_t, std::vector<Range *>> cached_;       // ready blocks by size class
-    std::deque<Pending> pending_;                         // oldest first
-    std::vector<CUevent> events_;                         // passed, reusable
-    std::unique_ptr<std::atomic<CUstream>[]> streams_;    // slot -> stream that used a range
+    mutable std::shared_mutex mutex_;
+    std::map<size_t, std::vector<Range *>> cached_;  // ready blocks by size class
+    std::deque<Pending> pending_;                    // oldest first
+    std::vector<CUevent> events_;                    // passed, reusable
     std::atomic<size_t> pending_count_{0};
     tf_host_pool_stats stats_{};
 };

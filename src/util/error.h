@@ -26,17 +26,32 @@ inline thread_local const char *t_operation = nullptr;
 // outside every public function.
 inline const char *current_operation() { return t_operation ? t_operation : ""; }
 
+// The address of the thread's t_operation.  Each lookup is a call of
+// __tls_get_addr (the library is dlopen'd: global-dynamic TLS), which the
+// compiler would rather repeat than keep the address in a register; the
+// empty asm hides where the address came from, so it is kept.
+inline const char **operation_slot() {
+    const char **slot = &t_operation;
+    asm("" : "+r"(slot));
+    return slot;
+}
+
 // Names the thread's operation for the scope's life; the name it replaced
 // is back when it goes (by return, exception or thread cancellation).
+// The thread's slot is looked up once: a public call runs on one thread
+// from its entry to its return, callbacks included.
 class OperationScope {
 public:
-    explicit OperationScope(const char *op) : outer_(t_operation) { t_operation = op; }
-    ~OperationScope() { t_operation = outer_; }
+    explicit OperationScope(const char *op) : slot_(operation_slot()), outer_(*slot_) {
+        *slot_ = op;
+    }
+    ~OperationScope() { *slot_ = outer_; }
     OperationScope(const OperationScope &) = delete;
     OperationScope &operator=(const OperationScope &) = delete;
 
 private:
-    const char *outer_;
+    const char **const slot_;
+    const char *const outer_;
 };
 
 // Records a failure of the current operation on the calling thread and

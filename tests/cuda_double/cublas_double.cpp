@@ -11,10 +11,17 @@
 // As in real cuBLAS, cublasSetStream resets the handle's workspace to the
 // default (NULL, 0): a library must set its workspace again after changing
 // the stream.
+//
+// cublasGemmEx on float (CUBLAS_COMPUTE_32F, _PEDANTIC, _FAST_TF32) and
+// double (CUBLAS_COMPUTE_64F, _PEDANTIC) operands runs as cublasSgemm or
+// cublasDgemm (TF32 rounding is not modelled); other types are
+// CUBLAS_STATUS_NOT_SUPPORTED.  Math and atomics modes are checked and kept
+// per handle; they change nothing the double computes.
 #include <cublas_api.h>
 #include <cuda.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "companion.h"
@@ -237,6 +244,27 @@ cublasStatus_t gemm(cublasHandle_t handle, const Gemm &g, const T *alpha_p, cons
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// ---- math and atomics modes -------------------------------------------------------
+
+struct Modes {
+    int math = CUBLAS_DEFAULT_MATH;
+    int atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
+};
+
+// Per live handle, under the driver double's mutex; forgotten at cublasDestroy.
+std::map<cublasHandle_t, Modes> &modes()
+{
+    static auto *m = new std::map<cublasHandle_t, Modes>;
+    return *m;
+}
+
+bool math_ok(int mode)
+{
+    const int base = mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    return base == CUBLAS_DEFAULT_MATH || base == CUBLAS_TENSOR_OP_MATH ||
+           base == CUBLAS_PEDANTIC_MATH || base == CUBLAS_TF32_TENSOR_OP_MATH;
+}
+
 // ---- status texts --------------------------------------------------------------
 
 struct StatusText {
@@ -296,6 +324,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
     return run("cublasDestroy_v2", [&] {
+        modes().erase(handle);
         return tfd_cublas_unregister(handle) == 0 ? CUBLAS_STATUS_SUCCESS
                                                   : CUBLAS_STATUS_NOT_INITIALIZED;
     });
@@ -430,6 +459,70 @@ cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
 {
     Gemm g = {raw_enum(transa), raw_enum(transb), m, n, k, lda, ldb, ldc};
     return run("cublasDgemm_v2", [&] { return gemm<double>(handle, g, alpha, A, B, beta, C); });
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                            const void *A, cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta, void *C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t)
+{
+    Gemm g = {raw_enum(transa), raw_enum(transb), m, n, k, lda, ldb, ldc};
+    const int type = raw_enum(Atype), compute = raw_enum(computeType);
+    const bool same = raw_enum(Btype) == type && raw_enum(Ctype) == type;
+    return run("cublasGemmEx", [&] {
+        if (same && type == CUDA_R_32F &&
+            (compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_PEDANTIC ||
+             compute == CUBLAS_COMPUTE_32F_FAST_TF32))
+            return gemm<float>(handle, g, static_cast<const float *>(alpha),
+                               static_cast<const float *>(A), static_cast<const float *>(B),
+                               static_cast<const float *>(beta), static_cast<float *>(C));
+        if (same && type == CUDA_R_64F &&
+            (compute == CUBLAS_COMPUTE_64F || compute == CUBLAS_COMPUTE_64F_PEDANTIC))
+            return gemm<double>(handle, g, static_cast<const double *>(alpha),
+                                static_cast<const double *>(A), static_cast<const double *>(B),
+                                static_cast<const double *>(beta), static_cast<double *>(C));
+        return find(handle) == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED
+                                       : CUBLAS_STATUS_NOT_SUPPORTED;
+    });
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
+{
+    return run("cublasSetMathMode", [&] {
+        if (find(handle) == nullptr)
+            return CUBLAS_STATUS_NOT_INITIALIZED;
+        if (!math_ok(raw_enum(mode)))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        modes()[handle].math = raw_enum(mode);
+        return CUBLAS_STATUS_SUCCESS;
+    });
+}
+
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
+{
+    return run("cublasGetMathMode", [&] {
+        if (find(handle) == nullptr)
+            return CUBLAS_STATUS_NOT_INITIALIZED;
+        if (mode == nullptr)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        *mode = static_cast<cublasMath_t>(modes()[handle].math);
+        return CUBLAS_STATUS_SUCCESS;
+    });
+}
+
+cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t mode)
+{
+    return run("cublasSetAtomicsMode", [&] {
+        if (find(handle) == nullptr)
+            return CUBLAS_STATUS_NOT_INITIALIZED;
+        const int m = raw_enum(mode);
+        if (m != CUBLAS_ATOMICS_NOT_ALLOWED && m != CUBLAS_ATOMICS_ALLOWED)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        modes()[handle].atomics = m;
+        return CUBLAS_STATUS_SUCCESS;
+    });
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 #
 #   $(DOUBLE_DIR)/libcuda.so.1       driver double + tfd_* control interface
 #   $(DOUBLE_DIR)/libcublas.so.13    cuBLAS double (reports 13.x)
+#   $(DOUBLE_DIR)/libcublasLt.so.13  cuBLASLt double (what bench/explore_gemm calls)
 #   $(DOUBLE_DIR)/libnvrtc.so.13     NVRTC double
 #   $(DOUBLE_DIR)/libnccl.so.2       NCCL double (all-reduce across ranks)
 #   $(DOUBLE12_DIR)/libcublas.so.12  cuBLAS double (reports 12.x)
@@ -26,10 +27,12 @@ DRIVER_DOUBLE_NAMES := state queue control proc_address device context stream_ev
   memory copy module error_names
 DRIVER_DOUBLE_OBJS := $(DRIVER_DOUBLE_NAMES:%=$(DOUBLE_OBJ)/%.o)
 DOUBLE_ALL_OBJS := $(DRIVER_DOUBLE_OBJS) $(DOUBLE_OBJ)/cublas13.o \
-  $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_OBJ)/nccl_double.o
+  $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_OBJ)/nccl_double.o \
+  $(DOUBLE_OBJ)/cublaslt_double.o
 
 DOUBLE_LIBS := $(DOUBLE_DIR)/libcuda.so.1 $(DOUBLE_DIR)/libcublas.so.13 \
-  $(DOUBLE_DIR)/libnvrtc.so.13 $(DOUBLE_DIR)/libnccl.so.2 $(DOUBLE12_DIR)/libcublas.so.12
+  $(DOUBLE_DIR)/libnvrtc.so.13 $(DOUBLE_DIR)/libnccl.so.2 $(DOUBLE12_DIR)/libcublas.so.12 \
+  $(DOUBLE_DIR)/libcublasLt.so.13
 
 .PHONY: double
 double: $(DOUBLE_LIBS)
@@ -54,6 +57,11 @@ $(DOUBLE_DIR)/libcuda.so.1: $(DRIVER_DOUBLE_OBJS) $(DOUBLE_SRC)/libcuda.map
 $(DOUBLE_DIR)/libcublas.so.13: $(DOUBLE_OBJ)/cublas13.o $(DOUBLE_SRC)/libcublas.map $(DOUBLE_DIR)/libcuda.so.1
 	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libcublas.so.13 \
 	  -Wl,--version-script=$(DOUBLE_SRC)/libcublas.map -o $@ $< \
+	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+
+$(DOUBLE_DIR)/libcublasLt.so.13: $(DOUBLE_OBJ)/cublaslt_double.o $(DOUBLE_SRC)/libcublasLt.map $(DOUBLE_DIR)/libcuda.so.1
+	$(CXX) $(DOUBLE_LDFLAGS) -Wl,-soname,libcublasLt.so.13 \
+	  -Wl,--version-script=$(DOUBLE_SRC)/libcublasLt.map -o $@ $< \
 	  -L$(DOUBLE_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
 
 $(DOUBLE_DIR)/libnvrtc.so.13: $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_SRC)/libnvrtc.map $(DOUBLE_DIR)/libcuda.so.1
