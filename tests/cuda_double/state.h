@@ -111,7 +111,7 @@ struct Module {
     std::map<std::string, uint64_t> functions;  // name -> function handle
 };
 
-enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin };
+enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin, cg_dot, cg_xr, cg_p };
 
 struct Function {
     uint64_t module = 0;
