@@ -97,8 +97,10 @@ tf_status launch_graph(CallFrame &frame, tf_graph *g) {
     RuntimeState &state = frame.state();
     std::lock_guard<std::mutex> hold(g->mutex);
     HostPool::Use use;  // until the launch is queued: a racing free waits for it
-    tf_status st = state.host_pool().begin_launch(g->contents.host.data(), g->contents.host.size(),
-                                                  frame.slot(), frame.stream(), &use);
+    tf_status st = TF_OK;
+    if (!g->contents.host.empty())  // no pool lock for graphs without page-locked copies
+        st = state.host_pool().begin_launch(g->contents.host.data(), g->contents.host.size(),
+                                            frame.slot(), frame.stream(), &use);
     if (st == TF_OK && g->contents.waits.any())
         for (int k = 0; k < state.slot_count() && st == TF_OK; ++k)
             if (g->contents.waits.test(static_cast<size_t>(k))) st = renew_wait(state, k);
