@@ -56,6 +56,12 @@
  *    cuBLAS or NVRTC creates or loads it; concurrent first callers wait.
  * docs/threading.md names the locks behind these rules.
  *
+ * Graph capture (1.2): while a slot captures (tf_graph_capture_begin()), the
+ * calls that only queue work on it are captured into the graph, and the calls
+ * that would wait for the device, or promise what a launch cannot repeat,
+ * return TF_ERROR_RUNTIME_STATE and leave the capture intact; each says so.
+ * See the graph capture group and docs/graphs.md.
+ *
  * fork(): every call returns in a child, whatever the parent's other threads
  * were doing; a runtime inherited from the parent refuses device work with
  * TF_ERROR_RUNTIME_STATE, as does a call that needs a load the parent had in
@@ -250,7 +256,8 @@ enum tf_status_code {
     /** The call cannot run in this state: a runtime used in a process forked
      * from its creator, a load the parent had in flight at the fork, a
      * slot-exclusive call inside an enqueue callback on its own slot,
-     * tf_set_log_callback() inside a log callback. */
+     * tf_set_log_callback() inside a log callback, a call that cannot run
+     * while its slot captures a graph (1.2). */
     TF_ERROR_RUNTIME_STATE = 14,
     /** The device reported a sticky fault (an illegal address, a trap, a
      * launch failure); the runtime's context is unusable: release the
@@ -672,7 +679,8 @@ TF_NODISCARD TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  * Drop a reference to @p rt; NULL is a no-op.  The runtime's last reference
  * (handles, events, modules) tears it down on this thread: streams
  * synchronized, pending workspace releases run, slot resources freed, the
- * primary context released.  A stream that fails to synchronize leaks all of
+ * primary context released; a capture still open on a slot is dropped
+ * (logged).  A stream that fails to synchronize leaks all of
  * it (logged); after a fault, at exit or in a forked child it leaks quietly.
  * See docs/teardown.md.
  * @param[in] rt the reference, or NULL.  Never drop the last one inside a
@@ -875,7 +883,8 @@ TF_NODISCARD TF_API tf_status tf_with_context(tf_runtime *rt, tf_context_fn fn,
  * runtime's last reference: it is torn down as this call returns.
  * @param[in] rt the runtime; a bound handle waits for its slot.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_RUNTIME_STATE; TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
+ *         TF_ERROR_RUNTIME_STATE (also: the slot captures a graph, or a capture
+ *         begun outside the library); TF_ERROR_DEVICE_FAULT; TF_ERROR_CUDA (the
  *         wait, or leaked retirements as tf_workspace_poll() reports them).
  * @threadsafety Any thread; blocks only the caller, not other threads on the
  *         slot.
@@ -1007,11 +1016,14 @@ TF_NODISCARD TF_API tf_status tf_stream_enqueue(tf_runtime *rt, tf_stream_fn fn,
 /**
  * Make the calling thread's slot wait, on the device, for the work queued on
  * slot @p other_slot before this call; the host does not wait.  Nothing
- * happens when @p other_slot is the caller's or was never used.
+ * happens when @p other_slot is the caller's or was never used.  Captured
+ * (1.2): each launch of the graph waits for the work queued on @p other_slot
+ * before the launch.
  * @param[in] rt         the runtime.
  * @param[in] other_slot 0 .. slot count - 1.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also a slot out of range);
- *         TF_ERROR_INVALID_HANDLE; the device statuses.
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (also: both slots
+ *         capture a graph); the device statuses.
  * @threadsafety Any thread, also inside enqueue callbacks; only a first use
  *         blocks.
  * @failure No wait was queued: call again.  Nothing to undo.
@@ -1069,7 +1081,8 @@ TF_API tf_status tf_event_release(tf_event *event);
 
 /**
  * Record @p event on the calling thread's slot of @p rt: it completes when
- * the work queued there before this call is done.
+ * the work queued there before this call is done.  Captured (1.2): an event
+ * record node; each launch records the event, the capture holds it.
  * @param[in] rt    a runtime on the event's device.
  * @param[in] event the event; recorded, not retained.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also an event of another
@@ -1084,6 +1097,8 @@ TF_NODISCARD TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event);
 /**
  * Make the calling thread's slot of @p rt wait, on the device, for the latest
  * record of @p event (of any runtime, on any device); the host does not wait.
+ * Captured (1.2): an event wait node; each launch waits for the latest record
+ * made before the launch, the capture holds the event.
  * @param[in] rt    the runtime whose slot waits.
  * @param[in] event the event.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
@@ -1100,8 +1115,9 @@ TF_NODISCARD TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event);
  * recorded).
  * @param[in] event the event.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
- *         released event); the device statuses (a TF_ERROR_DEVICE_FAULT
- *         marks the event's runtime).
+ *         released event); TF_ERROR_RUNTIME_STATE (also: its latest record
+ *         went into a capture still open); the device statuses (a
+ *         TF_ERROR_DEVICE_FAULT marks the event's runtime).
  * @threadsafety Any thread.  Blocks only the calling thread; others may
  *         record this event meanwhile.
  * @failure The work may or may not be done.  After TF_ERROR_DEVICE_FAULT
@@ -1115,7 +1131,8 @@ TF_NODISCARD TF_API tf_status tf_event_synchronize(tf_event *event);
  * @param[in] event     the event.
  * @param[out] out_done 1 when done (or never recorded), 0 when not yet.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE (a
- *         released event); the device statuses.
+ *         released event); TF_ERROR_RUNTIME_STATE (also: as for
+ *         tf_event_synchronize()); the device statuses.
  * @threadsafety Any thread; never blocks.
  * @failure Nothing to undo.
  * @since 1.0
@@ -1147,7 +1164,9 @@ typedef void (*tf_release_fn)(void *resource, void *user_data);
  * @param[in] release   runs once, or never if the resource leaks.
  * @param[in] user_data for @p release; it and @p resource live until then.
  * @return TF_OK (queued, or released after waiting); TF_ERROR_INVALID_ARGUMENT;
- *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY; the device statuses.
+ *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY;
+ *         TF_ERROR_RUNTIME_STATE (also: the slot captures a graph); the device
+ *         statuses.
  * @threadsafety Any thread, also inside enqueue callbacks; blocks only when it
  *         waits instead.
  * @failure After TF_ERROR_INVALID_ARGUMENT or TF_ERROR_INVALID_HANDLE the
@@ -1163,8 +1182,9 @@ TF_NODISCARD TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource
  * without waiting (a retirement whose completion cannot be queried waits for
  * its stream).
  * @param[in] rt the runtime.
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
- *         device statuses (TF_ERROR_CUDA, call "cuStreamSynchronize", reports
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: the calling thread's slot captures a
+ *         graph); the device statuses (TF_ERROR_CUDA, call "cuStreamSynchronize", reports
  *         once the retirements that leaked, here or in an earlier
  *         tf_workspace_retire(): the message counts them and names the first).
  * @threadsafety Any thread, also inside enqueue callbacks.
@@ -1509,7 +1529,8 @@ TF_API tf_status tf_program_release_checked(tf_program *program);
  * @param[in] bytes    size; 0 gives 0 without a driver call.
  * @param[out] out_ptr the address: tf_free() it.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_OUT_OF_MEMORY; the device statuses.
+ *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (also: the slot
+ *         captures a graph: not yet captured); the device statuses.
  * @threadsafety Any thread; only a first use blocks.
  * @failure Nothing was allocated.
  * @since 1.0
@@ -1524,7 +1545,8 @@ TF_NODISCARD TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *o
  * @param[in] rt  the runtime.
  * @param[in] ptr an address tf_alloc() returned; 0 is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of an allocation of
- *         the device); TF_ERROR_INVALID_HANDLE; the device statuses.
+ *         the device); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (also:
+ *         the slot captures a graph: not yet captured); the device statuses.
  * @threadsafety Any thread; without a memory pool it blocks until the device
  *         is done with the memory.
  * @failure When tf_last_error_call() is "cuMemFree" or "cuMemFreeAsync" with
@@ -1547,7 +1569,9 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also a device @p src);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked
  *         memory); TF_ERROR_RUNTIME_STATE (staged, inside an enqueue
- *         callback on this slot); the device statuses.
+ *         callback on this slot; also: the slot captures a graph, whose
+ *         launches could not keep this promise: use tf_upload_async()); the
+ *         device statuses.
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
  *         earlier work and the copy are done.  Slot-exclusive when staged;
  *         a pthread_cancel() then acts after it.
@@ -1624,7 +1648,8 @@ TF_NODISCARD TF_API tf_status tf_peer_copy(tf_runtime *src_rt, uint64_t src,
  * @param[in] len  0 .. TF_SCALAR_DOWNLOAD_MAX_BYTES; 0 does nothing.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_OUT_OF_MEMORY (page-locked memory); TF_ERROR_RUNTIME_STATE
- *         (also: inside an enqueue callback on this slot); the device
+ *         (also: inside an enqueue callback on this slot; the slot captures a
+ *         graph, or a capture begun outside the library); the device
  *         statuses.
  * @threadsafety Slot-exclusive; blocks until the slot's earlier work is done.
  * @failure @p out is untouched; nothing to undo.
@@ -1644,7 +1669,8 @@ TF_NODISCARD TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, v
  * @param[in] len  bytes; 0 does nothing.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (also: staged, inside
- *         an enqueue callback on this slot); the device statuses.
+ *         an enqueue callback on this slot; the slot captures a graph, or a
+ *         capture begun outside the library); the device statuses.
  * @threadsafety Any thread; blocks until the slot's earlier work and the
  *         copy are done.  Slot-exclusive when staged; a pthread_cancel() then
  *         acts after it.
@@ -1703,7 +1729,8 @@ TF_NODISCARD TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr);
  * range holding @p ptr: call it after queueing your own work on it (a
  * kernel, a cuMemcpyAsync on tf_runtime_stream()), so that tf_host_free()
  * waits for that work before the block is reused.  The library's own
- * asynchronous copies record their uses themselves.
+ * asynchronous copies record their uses themselves.  Inside a capture (1.2)
+ * each launch of the graph records the use.
  * @param[in] rt  the runtime.
  * @param[in] ptr any address inside a live tf_host_alloc() block or
  *                tf_host_register() range of this runtime.
@@ -1814,7 +1841,8 @@ TF_NODISCARD TF_API tf_status tf_host_trim(tf_runtime *rt);
  * @p dst belongs to the device until completion is observed
  * (tf_event_record() then tf_event_synchronize() or tf_event_query(), or
  * tf_runtime_sync() of the slot): reading or writing it before is a race;
- * tf_host_free() of its block is safe (the pool waits).
+ * tf_host_free() of its block is safe (the pool waits).  Captured (1.2):
+ * the copy runs at each launch, which records the use.
  * @param[in] rt   the runtime.
  * @param[in] src  device memory of the runtime's device (checked).
  * @param[out] dst host memory wholly inside one tf_host_alloc() block or
@@ -1835,7 +1863,7 @@ TF_NODISCARD TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, vo
  * Queue a copy of @p len bytes of page-locked host memory to device memory
  * on the calling thread's slot, after its earlier work, and return.  The
  * device reads @p src when the copy runs: keep it unchanged until
- * completion is observed, as for tf_download_async().
+ * completion is observed, as for tf_download_async(); captured, as it.
  * @param[in] rt  the runtime.
  * @param[in] src host memory wholly inside one tf_host_alloc() block or
  *                tf_host_register() range of this runtime.
@@ -1850,6 +1878,159 @@ TF_NODISCARD TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, vo
  */
 TF_NODISCARD TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, uint64_t dst,
                                               size_t len);
+
+/** @} */
+
+/* ==== Graph capture ======================================================== */
+
+/**
+ * @defgroup graphs Graph capture
+ *
+ * A slot can capture the work queued on it into a CUDA graph that runs again
+ * with one launch (docs/graphs.md).  From tf_graph_capture_begin() to
+ * tf_graph_capture_end() every call that only queues work on the slot is
+ * captured, not run: tf_cublas_enqueue(), tf_stream_enqueue(),
+ * tf_kernel_launch(), tf_copy(), tf_peer_copy(), tf_download_async(),
+ * tf_upload_async(), tf_event_record(), tf_event_wait(), tf_slot_wait(),
+ * tf_with_context() (whatever its callback queues there).  The calls that
+ * would wait for the device or promise what a launch cannot repeat return
+ * TF_ERROR_RUNTIME_STATE, naming the capture, and leave it intact:
+ * tf_runtime_sync(), tf_download_scalar(), tf_download(), tf_upload(),
+ * tf_workspace_retire(), tf_workspace_poll(), tf_alloc() and tf_free() (not
+ * yet captured), tf_graph_launch(); tf_event_synchronize() and
+ * tf_event_query() of an event recorded into the open capture.  The capture
+ * belongs to the slot: calls of every thread on it are captured, calls on
+ * other slots are unaffected (relaxed capture mode).  A capture begun outside
+ * the library (cuStreamBeginCapture on tf_runtime_stream()) is refused by the
+ * calls that wait too; the queue-only calls cannot tell it (docs/graphs.md).
+ * @{
+ */
+
+/** Opaque, reference-counted executable graph of one runtime: work captured
+ * on a slot, launched on any slot of that runtime.  It keeps its runtime
+ * alive, and the events its work records or waits for. */
+typedef struct tf_graph tf_graph;
+
+/**
+ * Start capturing the work queued on the calling thread's slot (the stream
+ * of tf_runtime_stream()): until the capture ends, that work does not run.
+ * A capture still open holds the events it records or waits for (and their
+ * runtimes); the runtime's last release drops an open capture (logged).
+ * @param[in] rt the runtime; a bound handle captures its slot.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: the slot captures already, by this
+ *         library or outside it; inside an enqueue callback on this slot);
+ *         the device statuses.
+ * @threadsafety Slot-exclusive.  Begin when no other thread queues work on
+ *         the slot, or that work is captured too.
+ * @failure Nothing was started.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_capture_begin(tf_runtime *rt);
+
+/**
+ * End the capture of the calling thread's slot and instantiate what it
+ * captured: a graph that runs that work at each tf_graph_launch().
+ * @param[in] rt   the runtime: any thread whose calls use the capturing slot
+ *                 (a bound handle's, for code that moved between threads).
+ * @param[out] out the graph, with one reference: tf_graph_release().
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: the slot is not capturing; inside an
+ *         enqueue callback on this slot); the device statuses (TF_ERROR_CUDA
+ *         with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: a call the library did
+ *         not make broke the capture on the slot's stream).
+ * @threadsafety Slot-exclusive.
+ * @failure The message says whether the capture is over (nothing was kept,
+ *         the slot works as before) or still open: then end or abort it again.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_capture_end(tf_runtime *rt, tf_graph **out);
+
+/**
+ * As tf_graph_capture_end(), into the existing @p graph, which then runs the
+ * new capture instead of its earlier one: updated in place
+ * (cuGraphExecUpdate) when the new work has the same shape, the same calls
+ * in the same order with other addresses or values, far cheaper than an
+ * instantiation; instantiated anew otherwise.  Launches already queued run
+ * the earlier work.
+ * @param[in] rt    the runtime, as for tf_graph_capture_end().
+ * @param[in] graph a graph of this runtime (checked before the capture ends).
+ * @param[out] out_updated_in_place 1 when updated in place, 0 when
+ *                 instantiated anew; may be NULL.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: @p graph not a graph, or
+ *         another runtime's); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE
+ *         (as for tf_graph_capture_end()); the device statuses.
+ * @threadsafety Slot-exclusive; waits for launches of @p graph on other
+ *         threads.
+ * @failure As tf_graph_capture_end(); @p graph then still runs its earlier
+ *         capture.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_capture_update(tf_runtime *rt, tf_graph *graph,
+                                                      int32_t *out_updated_in_place);
+
+/**
+ * End the capture of the calling thread's slot and drop what it captured,
+ * for cleanup (an error, an exception, a panic inside the capture).
+ * @param[in] rt the runtime, as for tf_graph_capture_end().
+ * @return TF_OK (also when the capture had been invalidated);
+ *         TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: the slot is not capturing; inside an
+ *         enqueue callback on this slot); the device statuses.
+ * @threadsafety Slot-exclusive.
+ * @failure The capture is still open: call again.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_capture_abort(tf_runtime *rt);
+
+/**
+ * Queue @p graph on the calling thread's slot, after the slot's earlier work
+ * and the graph's previous launch (on any slot), and return.  Each launch
+ * records the uses of the page-locked memory its copies use, as
+ * tf_download_async() does, and first marks the work of the slots its
+ * capture waited for (tf_slot_wait()) queued before this call.  A launch is
+ * queued work for tf_download_scalar(), tf_runtime_sync() and retirements.
+ * @param[in] rt    a handle of the graph's runtime (any slot).
+ * @param[in] graph the graph.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: another runtime's graph;
+ *         page-locked memory it copies was freed or unregistered since the
+ *         capture); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (also:
+ *         the slot captures a graph, or a slot the graph waits for does);
+ *         the device statuses.
+ * @threadsafety Any thread, also inside enqueue callbacks; launches and
+ *         updates of one graph take turns.
+ * @failure Nothing was queued.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_launch(tf_runtime *rt, tf_graph *graph);
+
+/**
+ * Add a reference to @p graph: the same pointer then needs one more
+ * tf_graph_release().
+ * @param[in] graph a graph the caller holds a reference to.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL or not a graph);
+ *         TF_ERROR_INVALID_HANDLE (already released).
+ * @threadsafety Any thread; never blocks.
+ * @failure No reference was added.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_graph_retain(tf_graph *graph);
+
+/**
+ * Drop a reference to @p graph; NULL is a no-op.  The last destroys the
+ * executable graph (launches still queued finish first, the driver frees it
+ * after them; a failure is logged; after a fault or in a forked child it
+ * leaks quietly), drops its events and its runtime reference, which may tear
+ * the runtime down as tf_runtime_release() does.
+ * @param[in] graph the reference to drop, or NULL.
+ * @return TF_OK (also when the destroy failed); TF_ERROR_INVALID_ARGUMENT
+ *         (not a graph); TF_ERROR_INVALID_HANDLE (already released).
+ * @threadsafety Any thread, but not while another thread uses this
+ *         reference.  Blocks only when it tears the runtime down.
+ * @failure Nothing was released.
+ * @since 1.2
+ */
+TF_API tf_status tf_graph_release(tf_graph *graph);
 
 /** @} */
 

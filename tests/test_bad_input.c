@@ -91,6 +91,14 @@ static tf_status call_peer_available(tf_runtime *rt) {
 static tf_status call_peer_copy(tf_runtime *rt) { return tf_peer_copy(rt, 1, rt, 64, 8); }
 static tf_status call_download_scalar(tf_runtime *rt) { return tf_download_scalar(rt, 1, &u64, 8); }
 static tf_status call_download(tf_runtime *rt) { return tf_download(rt, 1, &u64, 8); }
+static tf_graph *out_graph;
+static tf_status call_capture_begin(tf_runtime *rt) { return tf_graph_capture_begin(rt); }
+static tf_status call_capture_end(tf_runtime *rt) { return tf_graph_capture_end(rt, &out_graph); }
+static tf_status call_capture_update(tf_runtime *rt) {
+    return tf_graph_capture_update(rt, NULL, &i32);
+}
+static tf_status call_capture_abort(tf_runtime *rt) { return tf_graph_capture_abort(rt); }
+static tf_status call_graph_launch(tf_runtime *rt) { return tf_graph_launch(rt, NULL); }
 
 static const struct {
     const char *op;
@@ -130,6 +138,11 @@ static const struct {
     {"tf_peer_copy", call_peer_copy},
     {"tf_download_scalar", call_download_scalar},
     {"tf_download", call_download},
+    {"tf_graph_capture_begin", call_capture_begin},
+    {"tf_graph_capture_end", call_capture_end},
+    {"tf_graph_capture_update", call_capture_update},
+    {"tf_graph_capture_abort", call_capture_abort},
+    {"tf_graph_launch", call_graph_launch},
 };
 #define NCALLS (sizeof calls / sizeof calls[0])
 
@@ -276,11 +289,19 @@ static tf_status call_module_function(void *o) {
     return tf_module_function(o, "tfd_fill_u32", &ptr);
 }
 static tf_status call_set_attribute(void *o) { return tf_function_set_attribute(o, &u64, 8, 0); }
+static tf_status call_graph_retain(void *o) { return tf_graph_retain(o); }
+static tf_status call_graph_release(void *o) { return tf_graph_release(o); }
+static tf_status call_graph_launch_on(void *o) { return tf_graph_launch(object_rt, o); }
+static tf_status call_graph_update_on(void *o) {
+    return tf_graph_capture_update(object_rt, o, NULL);
+}
 
 #define EVENT_NULL "event is NULL"
 #define NOT_AN_EVENT "is not a live event"
 #define MODULE_NULL "module is NULL"
 #define NOT_A_MODULE "is not a live module"
+#define GRAPH_NULL "graph is NULL"
+#define NOT_A_GRAPH "is not a live graph"
 
 static const struct {
     const char *op;
@@ -298,6 +319,10 @@ static const struct {
     {"tf_module_release", call_module_release, NULL, NOT_A_MODULE},
     {"tf_module_function", call_module_function, MODULE_NULL, NOT_A_MODULE},
     {"tf_function_set_attribute", call_set_attribute, MODULE_NULL, NOT_A_MODULE},
+    {"tf_graph_retain", call_graph_retain, GRAPH_NULL, NOT_A_GRAPH},
+    {"tf_graph_release", call_graph_release, NULL, NOT_A_GRAPH},
+    {"tf_graph_launch", call_graph_launch_on, GRAPH_NULL, NOT_A_GRAPH},
+    {"tf_graph_capture_update", call_graph_update_on, GRAPH_NULL, NOT_A_GRAPH},
 };
 #define NOBJECTS (sizeof object_calls / sizeof object_calls[0])
 
@@ -341,6 +366,12 @@ static void released_object_is_an_invalid_handle(void **state) {
             assert_ok(tf_event_new(object_rt, &ev));
             assert_ok(tf_event_release(ev));
             o = ev;
+        } else if (strncmp(object_calls[i].op, "tf_graph", 8) == 0) {
+            tf_graph *g = NULL; /* an empty capture */
+            assert_ok(tf_graph_capture_begin(object_rt));
+            assert_ok(tf_graph_capture_end(object_rt, &g));
+            assert_ok(tf_graph_release(g));
+            o = g;
         } else {
             tf_module *m = NULL;
             assert_ok(tf_module_load(object_rt, kPtx, sizeof kPtx, &m));

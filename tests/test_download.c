@@ -358,7 +358,7 @@ static void page_locked_destination_is_written_directly(void **state) {
     assert_ok(tf_download(rt, d, pin, n));
     call_log(log, sizeof log);
     assert_string_equal(log,
-                        "cuCtxGetCurrent,cuCtxSetCurrent,"
+                        "cuCtxGetCurrent,cuCtxSetCurrent,cuStreamIsCapturing,"
                         "cuPointerGetAttribute,cuMemcpyDtoHAsync,cuStreamSynchronize,"
                         "cuCtxSetCurrent");
     pinned_free(rt, pin);

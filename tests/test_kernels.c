@@ -12,78 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/kernels.h"
 #include "support/raw_memory.h"
 #include "support/test_support.h"
-
-/* Hand-written PTX (checked with ptxas for sm_90). */
-static const char kPtx[] =
-    ".version 7.0\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry tfd_fill_u32(\n"
-    "\t.param .u64 fill_dst,\n"
-    "\t.param .u32 fill_value,\n"
-    "\t.param .u32 fill_n\n"
-    ")\n"
-    "{\n"
-    "\t.reg .pred %p<2>;\n"
-    "\t.reg .b32 %r<6>;\n"
-    "\t.reg .b64 %rd<5>;\n"
-    "\n"
-    "\tld.param.u64 %rd1, [fill_dst];\n"
-    "\tld.param.u32 %r1, [fill_value];\n"
-    "\tld.param.u32 %r2, [fill_n];\n"
-    "\tmov.u32 %r3, %ctaid.x;\n"
-    "\tmov.u32 %r4, %ntid.x;\n"
-    "\tmov.u32 %r5, %tid.x;\n"
-    "\tmad.lo.s32 %r3, %r3, %r4, %r5;\n"
-    "\tsetp.ge.u32 %p1, %r3, %r2;\n"
-    "\t@%p1 bra FILL_DONE;\n"
-    "\tcvta.to.global.u64 %rd2, %rd1;\n"
-    "\tmul.wide.u32 %rd3, %r3, 4;\n"
-    "\tadd.s64 %rd4, %rd2, %rd3;\n"
-    "\tst.global.u32 [%rd4], %r1;\n"
-    "FILL_DONE:\n"
-    "\tret;\n"
-    "}\n"
-    "\n"
-    ".visible .entry tfd_add_f32(\n"
-    "\t.param .u64 add_x,\n"
-    "\t.param .u64 add_y,\n"
-    "\t.param .u64 add_out,\n"
-    "\t.param .u32 add_n\n"
-    ")\n"
-    "{\n"
-    "\t.reg .pred %p<2>;\n"
-    "\t.reg .b32 %r<5>;\n"
-    "\t.reg .f32 %f<4>;\n"
-    "\t.reg .b64 %rd<11>;\n"
-    "\n"
-    "\tld.param.u64 %rd1, [add_x];\n"
-    "\tld.param.u64 %rd2, [add_y];\n"
-    "\tld.param.u64 %rd3, [add_out];\n"
-    "\tld.param.u32 %r1, [add_n];\n"
-    "\tmov.u32 %r2, %ctaid.x;\n"
-    "\tmov.u32 %r3, %ntid.x;\n"
-    "\tmov.u32 %r4, %tid.x;\n"
-    "\tmad.lo.s32 %r2, %r2, %r3, %r4;\n"
-    "\tsetp.ge.u32 %p1, %r2, %r1;\n"
-    "\t@%p1 bra ADD_DONE;\n"
-    "\tmul.wide.u32 %rd4, %r2, 4;\n"
-    "\tcvta.to.global.u64 %rd5, %rd1;\n"
-    "\tadd.s64 %rd6, %rd5, %rd4;\n"
-    "\tld.global.f32 %f1, [%rd6];\n"
-    "\tcvta.to.global.u64 %rd7, %rd2;\n"
-    "\tadd.s64 %rd8, %rd7, %rd4;\n"
-    "\tld.global.f32 %f2, [%rd8];\n"
-    "\tadd.f32 %f3, %f1, %f2;\n"
-    "\tcvta.to.global.u64 %rd9, %rd3;\n"
-    "\tadd.s64 %rd10, %rd9, %rd4;\n"
-    "\tst.global.f32 [%rd10], %f3;\n"
-    "ADD_DONE:\n"
-    "\tret;\n"
-    "}\n";
 
 static const char kSource[] =
     "extern \"C\" __global__ void tfd_add_f32(const float *x, const float *y, float *out,\n"
@@ -141,7 +72,7 @@ static void ptx_kernels_run_on_the_slot_stream(void **state) {
     (void)state;
     raw_set_current_context(other);
     /* Without its NUL byte: the library terminates the text itself. */
-    assert_ok(tf_module_load(rt, kPtx, strlen(kPtx), &m));
+    assert_ok(tf_module_load(rt, kTestKernelsPtx, strlen(kTestKernelsPtx), &m));
     assert_ok(tf_module_function(m, "tfd_fill_u32", &fill));
     assert_ok(tf_module_function(m, "tfd_add_f32", &add));
     assert_non_null(fill);
@@ -171,7 +102,7 @@ static void module_keeps_its_runtime(void **state) {
     tf_module *m = NULL;
     void *fill = NULL;
     (void)state;
-    assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
+    assert_ok(tf_module_load(rt, kTestKernelsPtx, sizeof kTestKernelsPtx, &m));
     assert_ok(tf_module_retain(m));
     assert_ok(tf_runtime_release(rt));
     if (tfd()) assert_int_equal(tfd()->tfd_primary_refcount(0), 1);
@@ -195,8 +126,8 @@ static void module_bad_arguments(void **state) {
     memset(junk, 0, sizeof junk);
     assert_failure(tf_module_load(rt, NULL, 10, &m), TF_ERROR_INVALID_ARGUMENT, "tf_module_load",
                    "image or out is NULL");
-    assert_failure(tf_module_load(rt, kPtx, 0, &m), TF_ERROR_INVALID_ARGUMENT, "tf_module_load",
-                   "size is 0");
+    assert_failure(tf_module_load(rt, kTestKernelsPtx, 0, &m), TF_ERROR_INVALID_ARGUMENT,
+                   "tf_module_load", "size is 0");
     assert_null(m);
     assert_failure(tf_module_function(NULL, "x", &f), TF_ERROR_INVALID_ARGUMENT,
                    "tf_module_function", "module is NULL");
@@ -205,7 +136,7 @@ static void module_bad_arguments(void **state) {
     assert_failure(tf_module_release((tf_module *)junk), TF_ERROR_INVALID_ARGUMENT,
                    "tf_module_release", "is not a live module");
     assert_ok(tf_module_release(NULL));
-    assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
+    assert_ok(tf_module_load(rt, kTestKernelsPtx, sizeof kTestKernelsPtx, &m));
     assert_failure(tf_module_function(m, NULL, &f), TF_ERROR_INVALID_ARGUMENT, "tf_module_function",
                    "NULL");
     assert_failure(tf_module_function(m, "no_such_kernel", &f), TF_ERROR_CUDA, "tf_module_function",
@@ -230,8 +161,8 @@ static void module_load_reports_the_jit_log(void **state) {
                    "SM version specified by .target is higher");
     assert_null(m);
     INJECT("cuModuleLoadDataEx", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
-    assert_failure(tf_module_load(rt, kPtx, sizeof kPtx, &m), TF_ERROR_OUT_OF_MEMORY,
-                   "tf_module_load", "CUDA_ERROR_OUT_OF_MEMORY (2)");
+    assert_failure(tf_module_load(rt, kTestKernelsPtx, sizeof kTestKernelsPtx, &m),
+                   TF_ERROR_OUT_OF_MEMORY, "tf_module_load", "CUDA_ERROR_OUT_OF_MEMORY (2)");
     assert_null(m);
     assert_ptr_equal(raw_current_context(), other);
     assert_int_equal(tfd()->tfd_live(TFD_MODULES), 0);
@@ -251,7 +182,7 @@ static void launch_failures(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     args[0] = &d, args[1] = &value, args[2] = &n;
-    assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
+    assert_ok(tf_module_load(rt, kTestKernelsPtx, sizeof kTestKernelsPtx, &m));
     assert_ok(tf_module_function(m, "tfd_fill_u32", &fill));
     tf_launch_config_init(&c, sizeof c);
     c.grid_y = 0;

@@ -9,6 +9,7 @@
 #include "transfer/device_range.h"
 #include "api/guard.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 
 extern "C" {
 
@@ -21,8 +22,7 @@ TF_API tf_status tf_download_async(tf_runtime *rt, uint64_t src, void *dst, size
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
         tf::HostPool::Use use;
-        if (st == TF_OK)
-            st = state.host_pool().begin_use("dst", dst, len, frame.slot(), frame.stream(), &use);
+        if (st == TF_OK) st = tf::use_host_range(frame, "dst", dst, len, &use);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), cuMemcpyDtoHAsync, dst, src, len, frame.stream());
     });
@@ -37,8 +37,7 @@ TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, uint64_t dst, 
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::check_device_range(state, "dst", dst, len);
         tf::HostPool::Use use;
-        if (st == TF_OK)
-            st = state.host_pool().begin_use("src", src, len, frame.slot(), frame.stream(), &use);
+        if (st == TF_OK) st = tf::use_host_range(frame, "src", src, len, &use);
         if (st != TF_OK) return st;
         return TF_CU(state.api(), cuMemcpyHtoDAsync, dst, src, len, frame.stream());
     });

@@ -5,6 +5,7 @@
 #include "driver/cuda_status.h"
 #include "runtime/barrier.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "util/callback.h"
 
 extern "C" {
@@ -48,12 +49,15 @@ TF_API tf_status tf_runtime_slot_stream(tf_runtime *rt, int32_t slot, void **out
 TF_API tf_status tf_runtime_sync(tf_runtime *rt) {
     static const char op[] = "tf_runtime_sync";
     return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        CUstream stream = state.existing_stream(tf::handle_slot(rt));
+        const int slot = tf::handle_slot(rt);
+        CUstream stream = state.existing_stream(slot);
         // Nothing was ever queued on this slot: no wait, and no release to
         // run; leaks found earlier elsewhere are still reported.
         if (!stream) return state.retirements().report_unreported(state.api());
         tf::CallFrame frame(state);  // the releases after the barrier are caller code
         tf_status st = frame.enter_context(tf::CallerCode::runs);
+        if (st == TF_OK)
+            st = tf::refuse_capture(state, slot, stream, "this call waits for the device");
         if (st != TF_OK) return st;
         if ((st = TF_CU(state.api(), cuStreamSynchronize, stream)) != TF_OK) return st;
         if (state.host_pool().has_pending()) state.host_pool().poll(state.api());

@@ -18,6 +18,10 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         tf::HostMemory host_kind = tf::HostMemory::pageable;
         tf_status st = frame.enter();
         if (st == TF_OK)
+            st = frame.refuse_capture(
+                "this call waits for the device or frees its source on return, which a graph's "
+                "launches could not repeat (use tf_upload_async)");
+        if (st == TF_OK)
             st = tf::check_host_transfer(frame, "dst", dst, "src", src, len, &host_kind);
         if (st != TF_OK) return st;
         if (host_kind == tf::HostMemory::pageable && len > tf::kStagedUploadAbove)

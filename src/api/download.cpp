@@ -3,6 +3,7 @@
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "transfer/device_range.h"
 #include "transfer/scalar_read.h"
 #include "transfer/staged_download.h"
@@ -28,6 +29,10 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
         if (len > TF_SCALAR_DOWNLOAD_MAX_BYTES) return fail_scalar_len(len);
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
+        // The library's captures only: a driver query would cost the hot
+        // path more than its goal allows (NOTE [capture]).
+        if (st == TF_OK)
+            st = tf::refuse_own_capture(state, frame.slot(), "this call waits for the device");
         if (st == TF_OK) st = tf::check_device_range(state, "src", src, len);
         if (st != TF_OK) return st;
         return tf::read_scalar(frame, src, out, len, tf::ScalarReadPlan());
@@ -43,6 +48,7 @@ TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len
         tf::CallFrame frame(rt);
         tf::HostMemory host_kind = tf::HostMemory::pageable;
         tf_status st = frame.enter();
+        if (st == TF_OK) st = frame.refuse_capture("this call waits for the device");
         if (st == TF_OK)
             st = tf::check_host_transfer(frame, "src", src, "dst", dst, len, &host_kind);
         if (st != TF_OK) return st;

@@ -6,6 +6,7 @@
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
 #include "runtime/event.h"
+#include "runtime/graph_capture.h"
 
 namespace {
 
@@ -39,10 +40,7 @@ TF_API tf_status tf_event_retain(tf_event *event) {
 
 TF_API tf_status tf_event_release(tf_event *event) {
     return tf::release_shared("tf_event_release", event, tf::kEventKind, "cuEventDestroy",
-                              [](const tf::DriverApi &api, const tf_event &e) {
-                                  return api.cuEventDestroy ? api.cuEventDestroy(e.event)
-                                                            : CUDA_ERROR_NOT_FOUND;
-                              });
+                              tf::destroy_event);
 }
 
 TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
@@ -58,27 +56,27 @@ TF_API tf_status tf_event_record(tf_runtime *rt, tf_event *event) {
                            static_cast<int>(state.info().ordinal));
         tf::CallFrame frame(rt);
         if ((st = frame.enter()) != TF_OK) return st;
-        return TF_CU(state.api(), cuEventRecord, event->event, frame.stream());
+        return tf::record_event(frame, event);
     });
 }
 
 TF_API tf_status tf_event_wait(tf_runtime *rt, tf_event *event) {
     static const char op[] = "tf_event_wait";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &) -> tf_status {
         tf_status st = tf::check_handle(tf::kEventKind, event);
         if (st != TF_OK) return st;
         tf::CallFrame frame(rt);
         if ((st = frame.enter()) != TF_OK) return st;
-        return TF_CU(state.api(), cuStreamWaitEvent, frame.stream(), event->event,
-                     CU_EVENT_WAIT_DEFAULT);
+        return tf::wait_for_event(frame, event);
     });
 }
 
 TF_API tf_status tf_event_synchronize(tf_event *event) {
     static const char op[] = "tf_event_synchronize";
     return event_call(op, event, [&](tf::RuntimeState &state) -> tf_status {
+        tf_status st = tf::refuse_captured_event(event);
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context();
+        if (st == TF_OK) st = frame.enter_context();
         if (st != TF_OK) return st;
         return TF_CU(state.api(), cuEventSynchronize, event->event);
     });
@@ -90,8 +88,9 @@ TF_API tf_status tf_event_query(tf_event *event, int32_t *out_done) {
         if (!out_done) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_done is NULL");
         const tf::DriverApi &api = state.api();
         if (!api.cuEventQuery) return tf::fail_missing("cuEventQuery");
+        tf_status st = tf::refuse_captured_event(event);
         tf::CallFrame frame(state);
-        tf_status st = frame.enter_context();
+        if (st == TF_OK) st = frame.enter_context();
         if (st != TF_OK) return st;
         CUresult r = api.cuEventQuery(event->event);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)

@@ -8,6 +8,7 @@
 #include "api/guard.h"
 #include "util/struct_io.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 
 namespace {
 
@@ -46,12 +47,12 @@ TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr) {
 
 TF_API tf_status tf_host_record_use(tf_runtime *rt, void *ptr) {
     static const char op[] = "tf_host_record_use";
-    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &) -> tf_status {
         if (!ptr) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr is NULL");
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
         if (st != TF_OK) return st;
-        return state.host_pool().record_use(ptr, frame.slot(), frame.stream());
+        return tf::note_host_use(frame, ptr);
     });
 }
 

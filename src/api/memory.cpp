@@ -3,11 +3,16 @@
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "runtime/memory_pools.h"
 #include "transfer/allocation_registry.h"
 #include "transfer/device_range.h"
 
 namespace {
+
+constexpr char kNotCaptured[] =
+    "device memory is not yet allocated or freed inside a capture: allocate before "
+    "tf_graph_capture_begin and free after tf_graph_capture_end";
 
 // Registers a new allocation for the address checks
 // (transfer/allocation_registry.h); if the registry cannot grow, the
@@ -39,6 +44,7 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
         }
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
+        if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
         bool pools = false;
         if (st == TF_OK) st = tf::memory_pools_supported(state, &pools);
         if (st != TF_OK) return st;
@@ -59,6 +65,7 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
         if (ptr == 0) return TF_OK;
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
+        if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
         if (st == TF_OK) st = tf::check_device_range(state, "ptr", ptr, 0);
         bool pools = false;
         if (st == TF_OK) st = tf::memory_pools_supported(state, &pools);

@@ -6,6 +6,7 @@
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "runtime/retirement_queue.h"
 #include "util/struct_io.h"
 
@@ -26,6 +27,9 @@ TF_API tf_status tf_workspace_retire(tf_runtime *rt, void *resource,
         tf::CallFrame frame(rt);
         // Releases of earlier retirements run inside: caller code.
         tf_status st = frame.enter(tf::CallerCode::runs);
+        if (st == TF_OK)
+            st = frame.refuse_capture(
+                "a release queued here would not wait for the launches of the graph");
         if (st != TF_OK) return st;
         return state.retirements().retire(
             state.api(), state.slot_count(), state.options().retirement_capacity, frame.slot(),
@@ -38,6 +42,10 @@ TF_API tf_status tf_workspace_poll(tf_runtime *rt) {
     return tf::runtime_call_running_releases(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         tf::CallFrame frame(state);  // the releases it finds are caller code
         tf_status st = frame.enter_context(tf::CallerCode::runs);
+        const int slot = tf::handle_slot(rt);
+        if (st == TF_OK && state.existing_stream(slot))
+            st = tf::refuse_capture(state, slot, state.existing_stream(slot),
+                                    "this call may wait for the device");
         if (st != TF_OK) return st;
         return state.retirements().poll(state.api());
     });

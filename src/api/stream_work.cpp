@@ -4,7 +4,7 @@
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
-#include "runtime/slot_order.h"
+#include "runtime/graph_capture.h"
 #include "util/callback.h"
 
 extern "C" {
@@ -34,13 +34,7 @@ TF_API tf_status tf_slot_wait(tf_runtime *rt, int32_t other_slot) {
         if (!other || other_slot == mine) return TF_OK;
         tf::CallFrame frame(rt);
         tf_status st = frame.enter_slot(mine);
-        if (st != TF_OK) return st;
-        const tf::DriverApi &api = state.api();
-        CUevent e = nullptr;
-        if ((st = tf::slot_order_event(api, &state.slot(other_slot).resources.order, &e)) != TF_OK)
-            return st;
-        if ((st = TF_CU(api, cuEventRecord, e, other)) != TF_OK) return st;
-        return TF_CU(api, cuStreamWaitEvent, frame.stream(), e, CU_EVENT_WAIT_DEFAULT);
+        return st == TF_OK ? tf::wait_for_slot(frame, other_slot) : st;
     });
 }
 

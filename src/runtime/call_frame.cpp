@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "runtime/call_frame.h"
 
+#include "runtime/graph_capture.h"
 #include "transfer/device_range.h"
 
 namespace tf {
+
+tf_status CallFrame::refuse_capture(const char *why) {
+    return tf::refuse_capture(state_, slot_, stream_, why);
+}
 
 tf_status check_host_transfer(const CallFrame &frame, const char *device_name, uint64_t device,
                               const char *host_name, const void *host, size_t len,

@@ -75,6 +75,12 @@ public:
         return st;
     }
 
+    // After enter(): TF_ERROR_RUNTIME_STATE, naming the capture, when the
+    // slot's stream captures a graph (NOTE [capture]); `why` says what the
+    // call would do that a capture cannot.  The check of every call that
+    // must not run inside a capture.
+    tf_status refuse_capture(const char *why);
+
     RuntimeState &state() const { return state_; }
     const DriverApi &api() const { return state_.api(); }
     int slot() const { return slot_; }

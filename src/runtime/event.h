@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <memory>
 
 #include "runtime/shared_object.h"
@@ -18,4 +19,19 @@ struct tf_event : tf::SharedObject {
         : SharedObject(tf::kLiveEvent, &tf::free_shell<tf_event>, std::move(s)) {}
 
     CUevent event = nullptr;
+    // Nonzero while the event's latest record is a node of a capture still
+    // open: that capture's number (runtime/slot_capture.h), and its slot for
+    // messages.  Cleared when the capture ends.
+    std::atomic<uint64_t> capture_id{0};
+    std::atomic<int> capture_slot{-1};
 };
+
+namespace tf {
+
+// The event's driver object destroyed, for its last release.
+CUresult destroy_event(const DriverApi &api, const tf_event &e);
+// Drops a reference the library holds (a graph's, a capture's); the last one
+// destroys the event in its runtime's context, as tf_event_release does.
+void drop_event(tf_event *e);
+
+}  // namespace tf

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 // The one model of every opaque object a caller holds: tf_runtime,
-// tf_event, tf_module and tf_program (NOTE [handle model] in src/README.md).
+// tf_event, tf_module, tf_program and tf_graph (NOTE [handle model] in
+// src/README.md).
 //
 // Each derives from Handle: a tag that says what it is while it lives, a
 // reference count, and how to free its shell.

@@ -23,7 +23,8 @@ RuntimeState::RuntimeState(const DriverApi &api, const RuntimeOptions &options)
     : api_(&api),
       options_(options),
       slots_(new StreamSlot[options.stream_slots]),
-      host_pool_(static_cast<int>(options.stream_slots)) {}
+      gates_(new CaptureGate[options.stream_slots]),
+      host_pool_(static_cast<int>(options.stream_slots), gates_.get()) {}
 
 tf_status RuntimeState::create(int32_t ordinal, const RuntimeOptions &options,
                                std::shared_ptr<RuntimeState> *out) {

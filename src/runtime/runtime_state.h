@@ -14,6 +14,7 @@
 #include "runtime/retirement_queue.h"
 #include "runtime/stream_slot.h"
 #include "tenferro_gpu.h"
+#include "transfer/capture_gate.h"
 #include "transfer/host_pool.h"
 #include "transfer/transfer_state.h"
 #include "util/fork_guard.h"
@@ -53,6 +54,9 @@ public:
         return static_cast<int>(thread_sequence() % options_.stream_slots);
     }
     StreamSlot &slot(int index) { return slots_[index]; }
+    // Whether a slot captures a graph, and marks of its work from outside
+    // it (transfer/capture_gate.h, NOTE [capture]).
+    CaptureGate &gate(int index) const { return gates_[index]; }
 
     // TF_OK unless this is a forked child of the creating process or the
     // device reported a sticky fault; then records why.
@@ -109,7 +113,8 @@ private:
     uint64_t identity_ = 0;
     uint64_t allocation_domain_ = 0;
     pid_t creator_pid_ = 0;
-    std::mutex create_mutex_;  // serializes stream creation only
+    std::unique_ptr<CaptureGate[]> gates_;  // before host_pool_, which uses them
+    std::mutex create_mutex_;               // serializes stream creation only
     RetirementQueue retirements_;
 
     int32_t fault_code_ = 0;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Teardown of a runtime when its last handle is released.
 //
-// Order: synchronize every created stream; only if all of them retired,
+// Order: end a capture still open on a slot (dropping its graph);
+// synchronize every created stream; only if all of them retired,
 // release what hangs off the slots and destroy the streams, otherwise leak
 // them on purpose (the device may still use them); release the primary
 // context; put the caller's context back.  After a sticky fault, in a forked
@@ -12,6 +13,7 @@
 
 #include "driver/context_scope.h"
 #include "driver/cuda_status.h"
+#include "runtime/graph_capture.h"
 #include "runtime/runtime_state.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -60,8 +62,9 @@ void RuntimeState::teardown() {
             if (!quiet_failure(static_cast<CUresult>(current_error().code)))
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);
-        } else if (!any_stream || synchronize_all_streams()) {
-            release_stream_resources();
+        } else {
+            for (int i = 0; i < slot_count(); ++i) discard_capture(*this, i);
+            if (!any_stream || synchronize_all_streams()) release_stream_resources();
         }
     }
     primary_.release();
@@ -97,6 +100,7 @@ void RuntimeState::release_stream_resources() {
     for (int i = 0; i < slot_count(); ++i) {
         StreamSlot &slot = slots_[i];
         release_slot_resources(*api_, slot.resources);
+        gates_[i].release(*api_);
         CUstream s = existing_stream(i);
         if (!s) continue;
         CUresult r = api_->cuStreamDestroy ? api_->cuStreamDestroy(s) : CUDA_ERROR_NOT_FOUND;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-// Handles of objects that belong to one runtime (tf_event, tf_module).
+// Handles of objects that belong to one runtime (tf_event, tf_module,
+// tf_graph).
 //
 // Each is a handle (runtime/handle.h) that holds a reference to its
 // runtime's state, so the runtime (and its primary context) outlives it;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "runtime/slot_capture.h"
 #include "runtime/slot_resources.h"
 #include "tenferro_gpu.h"
 
@@ -37,6 +38,7 @@ struct StreamSlot {
     std::atomic<CUstream> stream{nullptr};
     SlotLock lock;
     SlotResources resources;  // guarded by `lock`
+    SlotCapture capture;      // runtime/slot_capture.h; begun and ended under `lock`
 };
 
 }  // namespace tf

@@ -56,7 +56,8 @@ private:
     std::unique_lock<std::shared_mutex> hold_;
 };
 
-HostPool::HostPool(int slot_count) : streams_(new std::atomic<CUstream>[slot_count]) {
+HostPool::HostPool(int slot_count, CaptureGate *gates)
+    : streams_(new std::atomic<CUstream>[slot_count]), gates_(gates) {
     for (int i = 0; i < slot_count; ++i) streams_[i].store(nullptr, std::memory_order_relaxed);
 }
 
@@ -89,6 +90,7 @@ tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
             it->second.pop_back();
             r->bytes = bytes;
             r->phase = Phase::live;
+            r->generation = next_generation_++;
             stats_.bytes_cached -= capacity;
             --stats_.blocks_cached;
             stats_.bytes_in_use += capacity;
@@ -131,6 +133,7 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
     range->capacity = capacity;
     try {
         WriteLock hold(*this);
+        range->generation = next_generation_++;
         ranges_.emplace(range->base, std::move(range));
         stats_.bytes_in_use += capacity;
         ++stats_.blocks_in_use;
@@ -171,30 +174,50 @@ tf_status HostPool::free(const DriverApi &api, void *ptr) {
     return park_used_locked(api, r);
 }
 
+// A pooled event, or a new one (NULL if none can be made).
+CUevent HostPool::take_event_locked(const DriverApi &api) {
+    CUevent ev = nullptr;
+    if (!events_.empty()) {
+        ev = events_.back();
+        events_.pop_back();
+    } else if (!api.cuEventCreate ||
+               api.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        ev = nullptr;
+    }
+    return ev;
+}
+
+// CaptureGate::mark for a call that has a fallback: a failure records no
+// error (the fallback's outcome is the call's).
+bool HostPool::mark_quietly(const DriverApi &api, int slot, CUstream stream, CUevent own,
+                            CUevent *used) {
+    KeepLastError keep;
+    return gates_[slot].mark(api, stream, own, used) == TF_OK;
+}
+
 // A freed block with no recorded use is cached at once; one with uses waits
-// behind an event on each stream that used it.
+// behind an event on each stream that used it (or that slot's capture fence
+// while it captures a graph: CaptureGate).
 tf_status HostPool::park_used_locked(const DriverApi &api, Range *r) {
-    Pending pending{r, {}};
+    Pending pending{r, {}, {}};
     for (int word = 0; word < kMaxSlots / 64; ++word) {
         uint64_t bits = r->used[word].exchange(0, std::memory_order_relaxed);
         for (; bits != 0; bits &= bits - 1) {
             const int slot = word * 64 + __builtin_ctzll(bits);
             CUstream stream = streams_[slot].load(std::memory_order_relaxed);
-            CUevent ev = nullptr;
-            if (!events_.empty()) {
-                ev = events_.back();
-                events_.pop_back();
-            } else if (!api.cuEventCreate ||
-                       api.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-                ev = nullptr;
-            }
-            if (ev && api.cuEventRecord && api.cuEventRecord(ev, stream) == CUDA_SUCCESS) {
-                pending.events.push_back(ev);
+            CUevent ev = take_event_locked(api), used = nullptr;
+            if (ev && mark_quietly(api, slot, stream, ev, &used)) {
+                if (used == ev) {
+                    pending.events.push_back(ev);
+                } else {
+                    events_.push_back(ev);
+                    pending.fences.push_back(used);
+                }
                 continue;
             }
             if (ev) events_.push_back(ev);  // unrecorded (or its old record): still usable
             // No event: wait for the stream instead.
-            tf_status st = TF_CU(api, cuStreamSynchronize, stream);
+            tf_status st = gates_[slot].wait(api, stream);
             if (st != TF_OK) {
                 // The device's use cannot be bounded: leak the block.
                 for (CUevent e : pending.events) events_.push_back(e);
@@ -205,7 +228,7 @@ tf_status HostPool::park_used_locked(const DriverApi &api, Range *r) {
             }
         }
     }
-    if (pending.events.empty()) {
+    if (pending.events.empty() && pending.fences.empty()) {
         cache_locked(r);
         return TF_OK;
     }
@@ -220,8 +243,9 @@ void HostPool::cache_locked(Range *r) { cached_[r->capacity].push_back(r); }
 // ---- pending frees ------------------------------------------------------------------------
 
 bool HostPool::pending_done(const DriverApi &api, const Pending &p) const {
-    for (CUevent ev : p.events)
-        if (!api.cuEventQuery || api.cuEventQuery(ev) != CUDA_SUCCESS) return false;
+    for (const std::vector<CUevent> *list : {&p.events, &p.fences})
+        for (CUevent ev : *list)
+            if (!api.cuEventQuery || api.cuEventQuery(ev) != CUDA_SUCCESS) return false;
     return true;
 }
 
@@ -346,6 +370,7 @@ tf_status HostPool::register_range(const DriverApi &api, void *ptr, size_t bytes
         return fail_cuda(api, "cuMemHostRegister", r, "nothing was registered");
     }
     reserved->phase = Phase::live;
+    reserved->generation = next_generation_++;
     stats_.bytes_registered += bytes;
     return TF_OK;
 }
@@ -353,8 +378,12 @@ tf_status HostPool::register_range(const DriverApi &api, void *ptr, size_t bytes
 tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = nullptr;
-    int used_slots[kMaxSlots];
-    int n_used = 0;
+    // The work of each slot that used the range, marked under the lock
+    // (CaptureGate) and waited for after it; slots no event could mark are
+    // waited for directly.
+    CUevent own[kMaxSlots], marked[kMaxSlots];
+    int unmarked[kMaxSlots];
+    int n_marked = 0, n_unmarked = 0;
     {
         WriteLock hold(*this);
         r = find_locked(p);
@@ -377,15 +406,26 @@ tf_status HostPool::unregister_range(const DriverApi &api, void *ptr) {
         r->phase = Phase::changing;
         for (int word = 0; word < kMaxSlots / 64; ++word)
             for (uint64_t bits = r->used[word].load(std::memory_order_relaxed); bits != 0;
-                 bits &= bits - 1)
-                used_slots[n_used++] = word * 64 + __builtin_ctzll(bits);
+                 bits &= bits - 1) {
+                const int slot = word * 64 + __builtin_ctzll(bits);
+                CUstream stream = streams_[slot].load(std::memory_order_relaxed);
+                CUevent ev = take_event_locked(api);
+                if (ev && mark_quietly(api, slot, stream, ev, &marked[n_marked])) {
+                    own[n_marked++] = ev;
+                    continue;
+                }
+                if (ev) events_.push_back(ev);
+                unmarked[n_unmarked++] = slot;
+            }
     }
     tf_status st = TF_OK;
-    for (int i = 0; i < n_used && st == TF_OK; ++i)
-        st = TF_CU(api, cuStreamSynchronize,
-                   streams_[used_slots[i]].load(std::memory_order_relaxed));
+    for (int i = 0; i < n_marked && st == TF_OK; ++i)
+        st = TF_CU(api, cuEventSynchronize, marked[i]);
+    for (int i = 0; i < n_unmarked && st == TF_OK; ++i)
+        st = gates_[unmarked[i]].wait(api, streams_[unmarked[i]].load(std::memory_order_relaxed));
     if (st == TF_OK) st = TF_CU(api, cuMemHostUnregister, ptr);
     WriteLock hold(*this);
+    for (int i = 0; i < n_marked; ++i) events_.push_back(own[i]);
     if (st != TF_OK) {
         r->phase = Phase::live;
         return st;
@@ -427,6 +467,22 @@ tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int
 // begin_use's lookup, counted or under the shared mutex.
 tf_status HostPool::find_use(const char *name, const void *ptr, size_t len, int slot,
                              CUstream stream) {
+    Range *r = nullptr;
+    tf_status st = check_locked(name, ptr, len, &r);
+    if (st != TF_OK) return st;
+    // Both are set once per block and slot, then only read: no store, and
+    // no atomic read-modify-write, on the copies after the first.
+    if (streams_[slot].load(std::memory_order_relaxed) != stream)
+        streams_[slot].store(stream, std::memory_order_relaxed);
+    std::atomic<uint64_t> &used = r->used[slot / 64];
+    const uint64_t bit = uint64_t(1) << (slot % 64);
+    if (!(used.load(std::memory_order_relaxed) & bit))
+        used.fetch_or(bit, std::memory_order_relaxed);
+    return TF_OK;
+}
+
+// [ptr, ptr + len) inside one live block (its bytes asked for) or range.
+tf_status HostPool::check_locked(const char *name, const void *ptr, size_t len, Range **out) const {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     Range *r = find_locked(p);
     if (!r || r->phase != Phase::live)
@@ -440,14 +496,38 @@ tf_status HostPool::find_use(const char *name, const void *ptr, size_t len, int 
                        "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name, ptr,
                        len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
                        r->bytes, as_ptr(r->base));
-    // Both are set once per block and slot, then only read: no store, and
-    // no atomic read-modify-write, on the copies after the first.
-    if (streams_[slot].load(std::memory_order_relaxed) != stream)
-        streams_[slot].store(stream, std::memory_order_relaxed);
-    std::atomic<uint64_t> &used = r->used[slot / 64];
-    const uint64_t bit = uint64_t(1) << (slot % 64);
-    if (!(used.load(std::memory_order_relaxed) & bit))
-        used.fetch_or(bit, std::memory_order_relaxed);
+    *out = r;
+    return TF_OK;
+}
+
+tf_status HostPool::hold(const char *name, const void *ptr, size_t len, Held *held, Use *use) {
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    Range *r = nullptr;
+    tf_status st = check_locked(name, ptr, len, &r);
+    if (st != TF_OK) return st;
+    *held = Held{r->base, r->generation};
+    use->lock_ = std::move(hold);
+    return TF_OK;
+}
+
+tf_status HostPool::begin_launch(const Held *held, size_t count, int slot, CUstream stream,
+                                 Use *use) {
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    for (size_t i = 0; i < count; ++i) {
+        auto it = ranges_.find(held[i].base);
+        const Range *r = it == ranges_.end() ? nullptr : it->second.get();
+        if (!r || r->phase != Phase::live || r->generation != held[i].generation)
+            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                           "the graph copies to or from the page-locked memory at %p, which was "
+                           "freed or unregistered after the capture; capture the graph again",
+                           as_ptr(held[i].base));
+    }
+    streams_[slot].store(stream, std::memory_order_relaxed);
+    for (size_t i = 0; i < count; ++i)
+        ranges_.find(held[i].base)
+            ->second->used[slot / 64]
+            .fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
+    use->lock_ = std::move(hold);
     return TF_OK;
 }
 

@@ -12,14 +12,22 @@
 //
 // INVARIANT (reuse): a block is handed out again only after every slot
 // stream that used it has passed an event recorded on it when it was freed.
-// A use is a bit per slot, set under the reader lock by the library's own
-// asynchronous copies (begin_use) and by the caller (record_use); free
+// A use is a bit per slot, set by the library's own asynchronous copies
+// (begin_use) and by the caller (record_use) ("Locking" below); free
 // records one event per used slot (from a small pool of events, so a warm
 // pool creates none) and parks the block as a pending free.  Pending frees
 // are polled from the oldest on allocate() (one cuEventQuery when nothing
 // completed), all of them on trim(), poll() and teardown.  An event that
 // cannot be recorded is replaced by waiting for its stream; if that fails
 // too, the block is leaked, never reused.
+//
+// A slot that captures a graph (NOTE [capture]) is never recorded on or
+// waited for directly: free and unregister mark a slot's work through its
+// CaptureGate, which hands out the fence recorded before the capture while
+// the slot captures.  A capture's copies record no use: the capture holds
+// the range (hold(), a generation that changes when the memory is freed or
+// unregistered), and each launch of the graph records its uses
+// (begin_launch()), refused for memory freed since the capture.
 //
 // Locking: one std::shared_mutex, and a count of the copies' lookups.
 // Everything that changes the maps or a range takes the mutex exclusive
@@ -50,6 +58,7 @@
 
 #include "driver/driver_api.h"
 #include "tenferro_gpu.h"
+#include "transfer/capture_gate.h"
 
 namespace tf {
 
@@ -61,7 +70,8 @@ class HostPool {
 public:
     static constexpr int kMaxSlots = TF_MAX_STREAM_SLOTS;
 
-    explicit HostPool(int slot_count);
+    // `gates`: one per slot, outliving the pool.
+    HostPool(int slot_count, CaptureGate *gates);
     // Frees the bookkeeping only: the driver is released by release_all()
     // (teardown with idle streams) or not at all (leaked, forked child).
     ~HostPool();
@@ -110,6 +120,21 @@ public:
     tf_status begin_use(const char *name, const void *ptr, size_t len, int slot, CUstream stream,
                         Use *use);
 
+    // A range a captured graph copies to or from: the block or registered
+    // range and the generation it had at the capture.
+    struct Held {
+        uintptr_t base;
+        uint64_t generation;
+    };
+    // As begin_use, for a copy into a capture: checks the range and keeps
+    // the reader lock, records no use, and describes the range in *held.
+    tf_status hold(const char *name, const void *ptr, size_t len, Held *held, Use *use);
+    // A launch of a graph on `stream` (slot `slot`) uses every range of
+    // `held`: records the uses and keeps the reader lock in `use` until the
+    // launch is queued.  TF_ERROR_INVALID_ARGUMENT when one was freed or
+    // unregistered since the capture (nothing recorded).
+    tf_status begin_launch(const Held *held, size_t count, int slot, CUstream stream, Use *use);
+
     void stats(tf_host_pool_stats *out) const;
 
     // Teardown after every stream was synchronized: cached and pending
@@ -127,16 +152,21 @@ private:
         size_t capacity = 0;  // the block's size class; 0 for a registered range
         Kind kind = Kind::block;
         Phase phase = Phase::live;
+        uint64_t generation = 0;  // new each time the block is handed out or registered
         std::atomic<uint64_t> used[kMaxSlots / 64] = {};
     };
     struct Pending {
         Range *range;
         std::vector<CUevent> events;
+        std::vector<CUevent> fences;  // slots' capture fences (CaptureGate): queried, not owned
     };
 
     class WriteLock;
     tf_status find_use(const char *name, const void *ptr, size_t len, int slot, CUstream stream);
     inline Range *find_locked(uintptr_t p) const;
+    tf_status check_locked(const char *name, const void *ptr, size_t len, Range **out) const;
+    CUevent take_event_locked(const DriverApi &api);
+    bool mark_quietly(const DriverApi &api, int slot, CUstream stream, CUevent own, CUevent *used);
     void cache_locked(Range *r);
     void poll_front_locked(const DriverApi &api);
     void poll_all_locked(const DriverApi &api);
@@ -158,6 +188,8 @@ private:
     std::map<size_t, std::vector<Range *>> cached_;  // ready blocks by size class
     std::deque<Pending> pending_;                    // oldest first
     std::vector<CUevent> events_;                    // passed, reusable
+    CaptureGate *gates_;                             // per slot
+    uint64_t next_generation_ = 1;
     std::atomic<size_t> pending_count_{0};
     tf_host_pool_stats stats_{};
 };

@@ -230,6 +230,11 @@ tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
     if (st != TF_OK) return st;
     ScalarMailbox &box = frame.resources().transfer.mailbox;
     if ((st = ensure_scalar_mailbox(api, box)) != TF_OK) return st;
+    std::atomic<bool> &launched = frame.resources().transfer.graph_launched;
+    if (launched.load(std::memory_order_relaxed)) {
+        launched.store(false, std::memory_order_relaxed);
+        box.idle_streak = 0;
+    }
     ScalarPath path = ScalarPath::copy_sync;
     CUfunction fn = nullptr;
     st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, box, &path, &fn);

@@ -59,8 +59,9 @@ constexpr std::chrono::microseconds kScalarSpin{100};
 // kScalarIdleWindow (as quick as on an idle stream, whichever path they
 // took); after kScalarTrustIdleAfter of them a read takes the idle path
 // without asking.  A slower read (work was queued ahead of it) ends the
-// streak, and the next read asks again.  Only the speed depends on the
-// guess: every path reads after all work queued on the stream.
+// streak, and the next read asks again; so does a graph launch on the slot
+// (TransferSlot::graph_launched), whose work no earlier read could see.  Only the speed depends on
+// the guess: every path reads after all work queued on the stream.
 constexpr unsigned kScalarTrustIdleAfter = 8;
 constexpr std::chrono::microseconds kScalarIdleWindow{12};
 

@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 
 #include "driver/driver_api.h"
@@ -33,6 +34,10 @@ struct StagingRing {
 struct TransferSlot {
     ScalarMailbox mailbox;  // tf_download_scalar (transfer/scalar_read.h)
     StagingRing ring;
+    // Set by tf_graph_launch, without the slot lock: the launch queued work
+    // the idle streak cannot see, so the next read asks the stream again
+    // (NOTE [idle streak]).
+    std::atomic<bool> graph_launched{false};
 };
 
 // Allocate what is missing.  The primary context is current and the slot

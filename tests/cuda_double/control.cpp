@@ -529,6 +529,13 @@ int tfd_context_status(void)
     return need_context(nullptr);
 }
 
+unsigned long tfd_capture_nodes(void *stream)
+{
+    Lock l = locked();
+    const Capture *c = capture_of(control_key(stream));
+    return c == nullptr ? 0 : static_cast<unsigned long>(c->nodes.size());
+}
+
 int tfd_stream_status(void *stream)
 {
     Lock l = locked();

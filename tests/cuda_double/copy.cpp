@@ -146,6 +146,10 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream str
     if (device_range(src, bytes) == nullptr || !host_pointer_ok(dst))
         return CUDA_ERROR_INVALID_VALUE;
     bool wait = !page_locked(dst, bytes);
+    // Into pageable memory the copy must finish before the call returns,
+    // which a capturing stream cannot do (graph.h).
+    if (wait && (rc = refuse_in_capture(key)) != CUDA_SUCCESS)
+        return rc;
     return submit(key, *cur, dtoh_op("cuMemcpyDtoHAsync", dst, src, bytes), wait);
 }
 
@@ -168,6 +172,8 @@ static CUresult copy_sync(const char *what, CUdeviceptr dst_dev, void *dst_host,
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS || bytes == 0)
         return rc;
     bool ok =

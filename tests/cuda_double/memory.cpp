@@ -115,6 +115,8 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytes)
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS)
         return rc;
     if (dptr == nullptr || bytes == 0)
@@ -129,6 +131,8 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytes)
 static CUresult mem_free(CUdeviceptr dptr)
 {
     CUresult rc = need_context(nullptr);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS || dptr == 0)
         return rc;
     auto it = freeable(dptr);
@@ -147,7 +151,10 @@ static CUresult mem_free(CUdeviceptr dptr)
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
 {
     Context *cur = nullptr;
-    CUresult rc = need_stream(stream, &cur, nullptr);
+    uint64_t key = 0;
+    CUresult rc = need_stream(stream, &cur, &key);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_in_capture(key);  // graph memory nodes are not modelled
     if (rc != CUDA_SUCCESS)
         return rc;
     if (device_attribute(cur->device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) == 0)
@@ -165,6 +172,8 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
     Context *cur = nullptr;
     uint64_t key = 0;
     CUresult rc = need_stream(stream, &cur, &key);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_in_capture(key);  // graph memory nodes are not modelled
     if (rc != CUDA_SUCCESS)
         return rc;
     auto it = freeable(dptr);
@@ -188,6 +197,8 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS)
         return rc;
     const unsigned known =
@@ -209,6 +220,8 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
 static CUresult free_host(void *p)
 {
     CUresult rc = need_context(nullptr);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS)
         return rc;
     State &s = state();
@@ -269,6 +282,8 @@ static CUresult host_register(void *p, size_t bytes, unsigned int flags)
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS)
         return rc;
     const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
@@ -292,6 +307,8 @@ static CUresult host_register(void *p, size_t bytes, unsigned int flags)
 static CUresult host_unregister(void *p)
 {
     CUresult rc = need_context(nullptr);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_unsafe_call();
     if (rc != CUDA_SUCCESS)
         return rc;
     auto &m = state().host_registered;

@@ -14,6 +14,11 @@
 //     host thread spins on)
 //   tf_bench_spin(uint64_t ns)   bench/bench_transfer's 20 us of work; the
 //     double has no clock of device time: it does nothing
+//   bench/bench_graph's conjugate-gradient kernels, on float arrays:
+//   tf_bench_cg_dot(x, y, rr, out, n, mode)  s = x . y; mode 0: *out = *rr / s;
+//     mode 1: *out = s / *rr, then *rr = s
+//   tf_bench_cg_xr(x, r, p, ap, alpha, n)    x += *alpha p; r -= *alpha ap
+//   tf_bench_cg_p(p, r, beta, n)             p = r + *beta p
 // A kernel that touches memory outside a live allocation reachable from the
 // launching context (its device, or a peer with access enabled) poisons that
 // context with CUDA_ERROR_ILLEGAL_ADDRESS when it runs, like an asynchronous
@@ -44,6 +49,9 @@ static const BuiltinKernel kBuiltins[] = {
     {"tfd_illegal_address", Kernel::illegal_address, 0},
     {"tf_read_scalar", Kernel::read_scalar, 4},
     {"tf_bench_spin", Kernel::spin, 1},
+    {"tf_bench_cg_dot", Kernel::cg_dot, 6},
+    {"tf_bench_cg_xr", Kernel::cg_xr, 6},
+    {"tf_bench_cg_p", Kernel::cg_p, 4},
 };
 
 static const BuiltinKernel *find_builtin(const std::string &name)
@@ -383,7 +391,7 @@ static unsigned char *kernel_range(const Context &cur, uint64_t dptr, uint64_t b
 // A launch's parameters, copied at the call as CUDA does: the caller may
 // reuse its argument storage once cuLaunchKernel returns.
 struct Args {
-    uint64_t ptr[3] = {};
+    uint64_t ptr[5] = {};
     uint32_t value = 0;
     uint32_t n = 0;
 };
@@ -412,13 +420,72 @@ static Args copy_args(Kernel k, void **params)
         a.ptr[1] = param<uint64_t>(params, 1);
         a.n = param<uint32_t>(params, 2);
         a.value = param<uint32_t>(params, 3);
+    } else if (k == Kernel::cg_dot || k == Kernel::cg_xr || k == Kernel::cg_p) {
+        const unsigned ptrs = k == Kernel::cg_dot ? 4 : k == Kernel::cg_xr ? 5 : 3;
+        for (unsigned i = 0; i < ptrs; ++i)
+            a.ptr[i] = param<uint64_t>(params, i);
+        a.n = param<uint32_t>(params, ptrs);
+        if (k == Kernel::cg_dot)
+            a.value = param<uint32_t>(params, 5);
     }
     return a;
+}
+
+// Float views of the conjugate-gradient kernels' arrays (n floats, or one
+// for the scalars); false when one is outside reachable memory.
+static bool floats(const Context &cur, const Args &args, unsigned count, const uint32_t *sizes,
+                   float **out)
+{
+    for (unsigned i = 0; i < count; ++i) {
+        out[i] = reinterpret_cast<float *>(kernel_range(cur, args.ptr[i], uint64_t(sizes[i]) * 4));
+        if (out[i] == nullptr)
+            return false;
+    }
+    return true;
+}
+
+static bool execute_cg(Kernel k, const Context &cur, const Args &args)
+{
+    const uint32_t n = args.n;
+    float *v[5] = {};
+    if (k == Kernel::cg_dot) {
+        const uint32_t sizes[4] = {n, n, 1, 1};
+        if (!floats(cur, args, 4, sizes, v))
+            return false;
+        float s = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            s += v[0][i] * v[1][i];
+        if (args.value == 0) {
+            *v[3] = *v[2] / s;
+        } else {
+            *v[3] = s / *v[2];
+            *v[2] = s;
+        }
+        return true;
+    }
+    if (k == Kernel::cg_xr) {
+        const uint32_t sizes[5] = {n, n, n, n, 1};
+        if (!floats(cur, args, 5, sizes, v))
+            return false;
+        for (uint32_t i = 0; i < n; ++i) {
+            v[0][i] += *v[4] * v[2][i];
+            v[1][i] -= *v[4] * v[3][i];
+        }
+        return true;
+    }
+    const uint32_t sizes[3] = {n, n, 1};
+    if (!floats(cur, args, 3, sizes, v))
+        return false;
+    for (uint32_t i = 0; i < n; ++i)
+        v[0][i] = v[1][i] + *v[2] * v[0][i];
+    return true;
 }
 
 // Run a built-in kernel; returns false when it touched bad memory.
 static bool execute(Kernel k, const Context &cur, const Args &args)
 {
+    if (k == Kernel::cg_dot || k == Kernel::cg_xr || k == Kernel::cg_p)
+        return execute_cg(k, cur, args);
     if (k == Kernel::illegal_address)
         return false;
     if (k == Kernel::spin)

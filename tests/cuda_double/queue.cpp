@@ -225,9 +225,11 @@ Queue &queue_of(uint64_t key, uint64_t ctx, bool blocking)
 uint64_t enqueue(uint64_t key, uint64_t ctx, Op op)
 {
     State &s = state();
+    op.ctx = ctx;
+    if (capture_op(key, op))
+        return 0;  // a node of the stream's capture (graph.h), not queued
     std::deque<Op> ops;
     add_legacy_waits(key, ctx, &ops);
-    op.ctx = ctx;
     ops.push_back(std::move(op));
     Queue &q = queue_of(key, ctx);
     Clock::time_point due = Clock::now() + s.background_delay;

@@ -74,6 +74,8 @@ Queue &queue_of(uint64_t key, uint64_t ctx, bool blocking = false);
 // Append an op to the stream `key` of context `ctx`; returns its sequence
 // number.  Adds the legacy stream's implicit waits first.  In sync mode the
 // stream then runs up to it; in background mode the double's thread is told.
+// On a capturing stream the op becomes a node of the capture instead, and 0
+// is returned (graph.h).
 uint64_t enqueue(uint64_t key, uint64_t ctx, Op op);
 // Whether stream `key` has run its op number `seq` (true for a stream that
 // no longer exists: it was drained before it went).

@@ -156,7 +156,7 @@ CUresult need_context(Context **out)
     return CUDA_SUCCESS;
 }
 
-CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key)
+CUresult lookup_stream(CUstream stream, const Context &cur, uint64_t *key)
 {
     if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
         if (key != nullptr)
@@ -172,6 +172,17 @@ CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key)
     if (key != nullptr)
         *key = it->first;
     return CUDA_SUCCESS;
+}
+
+CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key)
+{
+    uint64_t k = 0;
+    CUresult rc = lookup_stream(stream, cur, &k);
+    if (rc == CUDA_SUCCESS)
+        rc = capture_gate(k);
+    if (rc == CUDA_SUCCESS && key != nullptr)
+        *key = k;
+    return rc;
 }
 
 // Erase every object of `m` that belongs to context `ctx`, counting them.
@@ -194,6 +205,7 @@ void reclaim_context(Context &ctx)
 {
     State &s = state();
     drop_context_queues(ctx.handle);
+    reclaim_graphs(ctx.handle);
     reclaim_objects(s.streams, ctx.handle, TFD_STREAMS);
     reclaim_objects(s.events, ctx.handle, TFD_EVENTS);
     reclaim_objects(s.modules, ctx.handle, TFD_MODULES);

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph.h"
 #include "queue.h"
 #include "raw_enum.h"
 #include "tfd_control.h"
@@ -59,6 +60,8 @@ enum class Tag : uint64_t {
     module = 0x5,
     function = 0x6,
     cublas = 0x7,
+    graph = 0x8,
+    graph_exec = 0x9,
 };
 
 uint64_t make_handle(Tag tag);
@@ -99,6 +102,7 @@ struct Event {
     bool recorded = false;
     uint64_t stream_key = 0;  // stream of the latest record (see use_stream)
     uint64_t seq = 0;         // the record's position in that stream
+    uint64_t captured = 0;    // the capture its latest record went into (graph.h), 0: none
 };
 
 struct Module {
@@ -107,7 +111,7 @@ struct Module {
     std::map<std::string, uint64_t> functions;  // name -> function handle
 };
 
-enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin };
+enum class Kernel { fill_u32, add_f32, illegal_address, read_scalar, spin, cg_dot, cg_xr, cg_p };
 
 struct Function {
     uint64_t module = 0;
@@ -172,6 +176,11 @@ struct State {
     std::map<uintptr_t, HostAlloc> host_allocs;      // keyed by host address
     std::map<uintptr_t, HostAlloc> host_registered;  // cuMemHostRegister ranges, likewise
     std::map<uint64_t, tfd_cublas_info> cublas;
+    // Stream capture and graphs (graph.h).
+    std::map<uint64_t, Capture> captures;  // by the capturing stream's key
+    std::map<uint64_t, Graph> graphs;
+    std::map<uint64_t, GraphExec> graph_execs;
+    uint64_t next_capture_id = 1;
 
     std::vector<FaultRule> rules;
     std::map<std::string, unsigned long> delays;  // by entry (tfd_set_entry_delay_us)
@@ -259,7 +268,11 @@ CUresult need_context(Context **out);
 // Validate a stream for use from `cur`: NULL / CU_STREAM_LEGACY /
 // CU_STREAM_PER_THREAD mean the context's default stream.  *key identifies
 // the stream for event bookkeeping.
+// A stream whose capture was invalidated is CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+// (graph.h).
 CUresult use_stream(CUstream stream, const Context &cur, uint64_t *key);
+// use_stream without the capture's verdict (the capture calls themselves).
+CUresult lookup_stream(CUstream stream, const Context &cur, uint64_t *key);
 // Stream key of the default (legacy) stream of a context.
 inline uint64_t legacy_key(uint64_t ctx)
 {

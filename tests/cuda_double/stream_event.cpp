@@ -63,6 +63,7 @@ static CUresult stream_destroy(CUstream stream)
         return CUDA_ERROR_INVALID_CONTEXT;
     // CUDA finishes the stream's work after the call returns; the double
     // runs it now, so the outcome is the same whatever the test does next.
+    drop_capture(it->first);
     drop_stream_queue(it->first);
     s.streams.erase(it);
     --s.live[TFD_STREAMS];
@@ -77,6 +78,8 @@ static CUresult stream_synchronize(CUstream stream)
     Context *cur = nullptr;
     uint64_t key = 0;
     CUresult rc = need_stream(stream, &cur, &key);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_in_capture(key);
     if (rc != CUDA_SUCCESS)
         return rc;
     drain_stream(key);
@@ -98,6 +101,8 @@ static CUresult stream_query(CUstream stream)
     Context *cur = nullptr;
     uint64_t key = 0;
     CUresult rc = need_stream(stream, &cur, &key);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_in_capture(key);
     if (rc != CUDA_SUCCESS)
         return rc;
     step(key, state().query_progress);
@@ -110,6 +115,8 @@ static CUresult ctx_synchronize()
 {
     Context *cur = nullptr;
     CUresult rc = need_context(&cur);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_context_sync(cur->handle);
     if (rc != CUDA_SUCCESS)
         return rc;
     drain_context(cur->handle);
@@ -155,6 +162,10 @@ static CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int f
     if (flags > CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
     const Event &e = it->second;
+    bool handled = false;
+    rc = capture_stream_wait(key, it->first, e, flags, &handled);
+    if (handled)
+        return rc;
     if (!e.recorded || reached(e.stream_key, e.seq))
         return CUDA_SUCCESS;  // nothing left to wait for
     Op op;
@@ -200,7 +211,8 @@ static CUresult event_destroy(CUevent event)
     return CUDA_SUCCESS;
 }
 
-static CUresult event_record(CUevent event, CUstream stream)
+// On a capturing stream the capture decides (graph.h).
+static CUresult event_record(CUevent event, CUstream stream, unsigned flags)
 {
     Context *cur = nullptr;
     Event *e = nullptr;
@@ -211,12 +223,17 @@ static CUresult event_record(CUevent event, CUstream stream)
     rc = use_stream(stream, *cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
+    bool handled = false;
+    rc = capture_event_record(key, handle_of(event), *e, flags, &handled);
+    if (handled)
+        return rc;
     Op marker;
     marker.what = "cuEventRecord";
     uint64_t seq = enqueue(key, cur->handle, std::move(marker));  // runs no event call
     e->recorded = true;
     e->stream_key = key;
     e->seq = seq;
+    e->captured = 0;
     return CUDA_SUCCESS;
 }
 
@@ -232,6 +249,8 @@ static CUresult event_query(CUevent event)
     Context *cur = nullptr;
     Event *e = nullptr;
     CUresult rc = current_event(event, &cur, &e);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_captured_event(*e);
     if (rc != CUDA_SUCCESS)
         return rc;
     for (unsigned long i = 0; i < state().query_progress && !event_done(*e); ++i)
@@ -246,6 +265,8 @@ static CUresult event_synchronize(CUevent event)
     Context *cur = nullptr;
     Event *e = nullptr;
     CUresult rc = current_event(event, &cur, &e);
+    if (rc == CUDA_SUCCESS)
+        rc = refuse_captured_event(*e);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (e->recorded)
@@ -300,7 +321,12 @@ CUresult entry::d_cuEventDestroy(CUevent event)
 
 CUresult entry::d_cuEventRecord(CUevent event, CUstream stream)
 {
-    return run("cuEventRecord", [&] { return event_record(event, stream); });
+    return run("cuEventRecord", [&] { return event_record(event, stream, 0); });
+}
+
+CUresult entry::d_cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags)
+{
+    return run("cuEventRecordWithFlags", [&] { return event_record(event, stream, flags); });
 }
 
 CUresult entry::d_cuEventQuery(CUevent event)

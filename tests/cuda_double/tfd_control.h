@@ -35,8 +35,10 @@ enum tfd_kind {
     TFD_MODULES = 4,
     TFD_CUBLAS_HANDLES = 5,
     TFD_NVRTC_PROGRAMS = 6,
-    TFD_CONTEXTS = 7, /* non-primary contexts (tfd_create_context) */
-    TFD_KIND_COUNT = 8
+    TFD_CONTEXTS = 7,    /* non-primary contexts (tfd_create_context) */
+    TFD_GRAPHS = 8,      /* CUgraph: cuStreamEndCapture */
+    TFD_GRAPH_EXECS = 9, /* CUgraphExec: cuGraphInstantiateWithFlags */
+    TFD_KIND_COUNT = 10
 };
 
 /* Forget every fault rule, entry delay, hidden-entry mark, call counter,
@@ -264,6 +266,14 @@ void tfd_drain_all(void);
  * streams. */
 unsigned long tfd_pending(void *stream);
 unsigned long tfd_pending_total(void);
+/* Stream capture (cuStreamBeginCapture) is modelled as the real driver has
+ * it: work queued on a capturing stream becomes a node of its graph instead
+ * of running; cuGraphLaunch queues the nodes of an instantiated graph like
+ * any other work; calls that would wait for a capturing stream fail and
+ * invalidate the capture (tests/cuda_double/graph.h lists the rules).
+ * Nodes captured so far on `stream` (0 when it does not capture; an
+ * invalidated capture has none). */
+unsigned long tfd_capture_nodes(void *stream);
 /* Older spellings: tfd_set_async_pending(1) is
  * tfd_set_execution(TFD_EXEC_DEFERRED), (0) is
  * tfd_set_execution(TFD_EXEC_SYNC); tfd_complete_all is tfd_drain_all. */

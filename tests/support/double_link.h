@@ -46,6 +46,7 @@ extern "C" {
     X(set_async_pending) X(complete_all) \
     X(set_execution) X(execution) X(set_background_delay_us) X(set_query_progress) \
     X(step) X(drain_all) X(pending) X(pending_total) X(enqueue) X(reached) X(advance) \
+    X(capture_nodes) \
     X(cublas_get) X(cublas_stream) X(cublas_workspace) \
     X(enter) X(enter_ex) X(translate) X(lock) X(unlock) X(count_live) \
     X(context_status) X(stream_status) X(cublas_register) \

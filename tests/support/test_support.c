@@ -37,6 +37,8 @@ static const struct {
     {TFD_CUBLAS_HANDLES, "cuBLAS handle(s)"},
     {TFD_NVRTC_PROGRAMS, "NVRTC program(s)"},
     {TFD_CONTEXTS, "context(s)"},
+    {TFD_GRAPHS, "graph(s)"},
+    {TFD_GRAPH_EXECS, "executable graph(s)"},
 };
 #define TRACKED (sizeof kTracked / sizeof kTracked[0])
 

@@ -176,6 +176,13 @@ pub struct tf_event {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque, reference-counted executable graph of one runtime (1.2).
+#[repr(C)]
+pub struct tf_graph {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct tf_retirement_stats {
@@ -428,4 +435,12 @@ declare_functions! {
         -> tf_status;
     [1.1] fn tf_upload_async(rt: *mut tf_runtime, src: *const c_void, dst: u64, len: usize)
         -> tf_status;
+    [1.2] fn tf_graph_capture_begin(rt: *mut tf_runtime) -> tf_status;
+    [1.2] fn tf_graph_capture_end(rt: *mut tf_runtime, out: *mut *mut tf_graph) -> tf_status;
+    [1.2] fn tf_graph_capture_update(rt: *mut tf_runtime, graph: *mut tf_graph,
+        out_updated_in_place: *mut i32) -> tf_status;
+    [1.2] fn tf_graph_capture_abort(rt: *mut tf_runtime) -> tf_status;
+    [1.2] fn tf_graph_launch(rt: *mut tf_runtime, graph: *mut tf_graph) -> tf_status;
+    [1.2] fn tf_graph_retain(graph: *mut tf_graph) -> tf_status;
+    [1.2] fn tf_graph_release(graph: *mut tf_graph) -> tf_status;
 }
