@@ -180,3 +180,50 @@ def test_a_status_newer_than_the_binding_keeps_its_number():
     assert type(e) is tg.TenferroError
     assert e.status == 42 and e.code_domain == 9
     assert "status=42" in repr(e)
+
+
+# ---- exception classes -----------------------------------------------------
+
+def test_out_of_memory_is_a_memory_error(double, rt):
+    assert issubclass(tg.OutOfMemoryError, MemoryError)
+    assert issubclass(tg.OutOfMemoryError, tg.TenferroError)
+    double.inject("cuMemAllocAsync", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    double.inject("cuMemAlloc", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    with pytest.raises(MemoryError) as caught:
+        rt.alloc(1 << 20)
+    assert type(caught.value) is tg.OutOfMemoryError
+    assert caught.value.operation == "tf_alloc"
+
+
+def _every_error_class():
+    classes = {tg.TenferroError, tg.LoadError, tg.MissingFunctionError}
+    classes.update(tg.error_class(s) for s in tg.Status if s != tg.Status.OK)
+    return sorted(classes, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _every_error_class(), ids=lambda c: c.__name__)
+def test_every_exception_class_pickles_with_every_field(cls):
+    if issubclass(cls, tg.TenferroError):
+        status = next((s for s in tg.Status if tg.error_class(s) is cls), 42)
+        e = cls(int(status), "tf_op", "cuCall", 700, int(tg.CodeDomain.CUDA), "tf_op: it failed")
+        e.log = "line 1\nline 2"            # CompileError's; any field set later
+        e.note = {"kept": True}
+    else:
+        e = cls("libtenferro_gpu.so.1 could not be loaded")
+        e.note = {"kept": True}
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is cls
+    assert back.args == e.args and str(back) == str(e)
+    assert vars(back) == vars(e)
+    if issubclass(cls, tg.TenferroError):
+        assert (back.status, back.operation, back.call, back.code, back.code_domain,
+                back.message) == (e.status, e.operation, e.call, e.code, e.code_domain,
+                                  e.message)
+
+
+def test_a_compile_error_keeps_its_log_through_pickle(rt):
+    with pytest.raises(tg.CompileError) as caught:
+        rt.compile("#error the double refuses this\nint x;\n")
+    assert caught.value.log
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert back.log == caught.value.log
