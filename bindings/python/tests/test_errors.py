@@ -2,6 +2,7 @@
 """Statuses become exceptions carrying the record of the failing call, read
 on the failing thread right after the call."""
 
+import gc
 import os
 import pickle
 import subprocess
@@ -180,6 +181,78 @@ def test_a_status_newer_than_the_binding_keeps_its_number():
     assert type(e) is tg.TenferroError
     assert e.status == 42 and e.code_domain == 9
     assert "status=42" in repr(e)
+
+
+# ---- the record is the failing call's own, whatever cleanup runs before it
+# is read (NOTE one call's record in tenferro_gpu/_capi.py) -------------------
+
+def _collect_garbage_after(entry):
+    """A trace function that runs a garbage collection at the first line
+    the binding executes after the driver's `entry` was called: the worst
+    moment for a finalizer that calls the library."""
+    before = support.DOUBLE.call_count(entry)
+    state = {"collected": False}
+
+    def local(frame, event, arg):
+        if (event == "line" and not state["collected"]
+                and support.DOUBLE.call_count(entry) > before):
+            state["collected"] = True
+            gc.collect()
+        return local
+
+    def tracer(frame, event, arg):
+        return local if "tenferro_gpu" in frame.f_code.co_filename else None
+    return tracer, state
+
+
+def _garbage_whose_free_fails(rt):
+    """A buffer only a reference cycle holds, whose tf_free will fail."""
+    class Cycle:
+        pass
+    cycle = Cycle()
+    cycle.me, cycle.buf = cycle, rt.alloc(64)
+    support.DOUBLE.inject("cuMemFreeAsync", 1, support.CUDA_ERROR_UNKNOWN)
+    support.DOUBLE.inject("cuMemFree", 1, support.CUDA_ERROR_UNKNOWN)
+
+
+@pytest.mark.parametrize("call", ["sync", "download"])
+def test_a_finalizer_failing_before_the_read_leaves_the_callers_record(double, rt, call):
+    src = rt.alloc(16)
+    rt.sync()
+    gc.disable()
+    try:
+        _garbage_whose_free_fails(rt)
+        double.inject("cuStreamSynchronize", 1, support.CUDA_ERROR_UNKNOWN)
+        tracer, state = _collect_garbage_after("cuStreamSynchronize")
+        out = bytearray(16)
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(tg.CudaError) as caught:
+                rt.sync() if call == "sync" else rt.download(src, out)
+        finally:
+            sys.settrace(None)
+    finally:
+        gc.enable()
+    assert state["collected"]
+    assert double.call_count("cuMemFreeAsync") + double.call_count("cuMemFree") >= 1
+    expected = "tf_runtime_sync" if call == "sync" else "tf_download"
+    assert (caught.value.operation, caught.value.call) == (expected, "cuStreamSynchronize")
+    assert tg.last_error().operation == expected     # last_error() agrees
+
+
+def test_a_finalizer_that_fails_on_its_own_leaves_the_record_alone(double, rt):
+    with pytest.raises(tg.InvalidArgumentError) as caught:
+        rt.slot_stream(-1)
+    gc.disable()
+    try:
+        _garbage_whose_free_fails(rt)
+    finally:
+        gc.enable()
+    gc.collect()                                       # its tf_free fails
+    assert tg.last_error().message == caught.value.message
+    with pytest.raises(tg.InvalidArgumentError) as again:
+        rt.slot_stream(-2)                             # a later failure is its own
+    assert "-2" in again.value.message
 
 
 # ---- exception classes -----------------------------------------------------
