@@ -16,7 +16,8 @@ its goal.  Against the double its call log is emptied before each sample.
 
 It runs against whatever libcuda.so.1 the library loads; `make
 bench-python` puts the driver double first, where a call costs what the
-library and the double do on the CPU and no device is involved.  --markdown
+library and the double do on the CPU and no device is involved, and the
+double runs work as it is queued (TFD_EXEC_SYNC, as an idle GPU would).  --markdown
 writes the table to FILE (docs/benchmarks-python.md, which
 tools/gpu/bench_report.py appends to docs/benchmarks.md).
 """
@@ -40,6 +41,7 @@ from tenferro_gpu import _capi  # noqa: E402
 
 ITERS = 1000
 SAMPLES = 61
+TFD_EXEC_SYNC = 0          # tests/cuda_double/tfd_control.h
 
 # call -> goal: the most the binding may add to the C call, in ns.
 GOALS = {"download_scalar": 1000.0, "stream": 1000.0, "sync": 1000.0,
@@ -143,10 +145,20 @@ def main() -> int:
     args = parser.parse_args()
     helper = _helper(args.helper)
     global _log_clear
+    tg.device_count()       # the library loads its driver: _double() can see it
     if _double():
         double = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
         double.tfd_log_clear.restype, double.tfd_log_clear.argtypes = None, []
         _log_clear = double.tfd_log_clear
+        # Work runs as it is queued, as on an idle GPU: in the double's
+        # default (deferred) mode nothing completes on its own, so every
+        # scalar read would spin its whole budget before it falls back.
+        double.tfd_set_execution.restype = None
+        double.tfd_set_execution.argtypes = [ctypes.c_int]
+        double.tfd_set_execution(TFD_EXEC_SYNC)
+        double.tfd_execution.restype, double.tfd_execution.argtypes = ctypes.c_int, []
+        if double.tfd_execution() != TFD_EXEC_SYNC:
+            raise SystemExit("bench-python: the double did not take TFD_EXEC_SYNC")
     extension = _capi.speedups if tg.speedups_enabled() else None
     results = []
     # The default path first (the C extension when built), then ctypes alone,
@@ -187,14 +199,17 @@ MARKDOWN_HEAD = """
 What the Python binding (`bindings/python`) adds to a call, measured by
 `make bench-python` (`bench/python_overhead.py`): the C call timed from C
 and the binding's call from Python in the same process, on one runtime,
-against the CUDA driver double, alternating samples of 1000 calls each (61
-of each); the overhead is the median of each Python sample less the C
-sample before it.  The goal is the most the binding may add.  "C
-extension" rows use the optional `_speedups` module (`make
-python-speedups`, built when the interpreter's headers are there), "ctypes"
-rows what an interpreter without it gets.  This section is written by `make
-bench-python` into `docs/benchmarks-python.md`, which
-`tools/gpu/bench_report.py` appends to this file.
+against the CUDA driver double in its synchronous mode (work runs as it is
+queued, as on an idle GPU: `tfd_set_execution(TFD_EXEC_SYNC)`),
+alternating samples of 1000 calls each (61 of each); the overhead is the
+median of each Python sample less the C sample before it.  The goal is
+the most the binding may add.  "C extension" rows use the optional
+`_speedups` module (`make python-speedups`, built when the interpreter's
+headers are there), "ctypes" rows what an interpreter without it gets.  On
+a shared machine the figures move by some hundred nanoseconds from run to
+run.  This section is written by `make bench-python` into
+`docs/benchmarks-python.md`, which `tools/gpu/bench_report.py` appends to
+this file.
 
 """
 

@@ -33,6 +33,10 @@ PY_SPEEDUPS_SRC := $(PY_BINDING_DIR)/src/_speedups.c
 # The tests of the calls the C extension takes over, run once more without it.
 PY_HOT_TESTS := test_runtime.py test_context.py test_memory.py test_stream.py \
   test_speedups.py test_views.py test_array_protocols.py
+# ... and those of what the extension does that ctypes cannot (counted
+# exports, the DLPack destructor), whose fallbacks differ.
+PY_HOT_TESTS += test_close_in_flight.py test_host_views.py test_exports.py \
+  test_failed_copies.py test_teardown.py test_errors.py test_host.py
 
 .PHONY: check-python python-wheel python-speedups bench-python check-python-types
 

@@ -2,7 +2,8 @@
 /* Optional accelerator of the Python binding: the four calls whose
  * per-call cost matters (tf_runtime_stream, tf_runtime_sync,
  * tf_download_scalar, tf_with_context) without ctypes' per-call argument
- * conversion and libffi call.
+ * conversion and libffi call; and what ctypes cannot do (ref.c,
+ * host_export.c, dlpack_release.c).
  *
  * It links nothing: tenferro_gpu/_capi.py passes the addresses of the
  * functions of the library it loaded to bind(), so both paths call the same
@@ -11,16 +12,18 @@
  * alone, with the same behaviour.  Every call releases the GIL around the
  * library call, as ctypes does; with_context's callback takes it back.
  *
- * Failures are returned, not raised, so that Python reads the library's
- * error record right after the call (_capi.fail):
- *   stream(handle)                   -> the CUstream (int >= 0), or -status
- *   sync(handle)                     -> status
- *   download_scalar(handle, address, size) -> bytes, or the status (int)
- *   with_context(handle, frame)      -> status; frame is the binding's
+ * The handle is the caller's Ref (ref.c), held by the call; None (closed
+ * by another thread after the caller looked) answers CLOSED.  Failures are
+ * returned, not raised, so that Python reads the library's error record
+ * right after the call (_capi.fail):
+ *   stream(ref)                   -> the CUstream (int >= 0), or -status
+ *   sync(ref)                     -> status
+ *   download_scalar(ref, address, size) -> bytes, or the status (int)
+ *   with_context(ref, frame)      -> status; frame is the binding's
  *       [callable, args, kwargs, result, exception] list (_callbacks.py)
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "speedups.h"
+
 #include <stdint.h>
 
 typedef int32_t (*stream_fn)(void *rt, void **out);
@@ -37,12 +40,14 @@ static context_fn p_context;
 #define CALLBACK_RAISED (-1)
 #define SCALAR_MAX 16
 
-static void *pointer_of(PyObject *value, const char *what) {
-    void *p = PyLong_AsVoidPtr(value);
-    if (p == NULL && PyErr_Occurred()) return NULL;
-    if (p == NULL) PyErr_Format(PyExc_ValueError, "%s is NULL", what);
-    return p;
+/* The pointer of Ref `value`; NULL for None (closed), or with TypeError. */
+static void *pointer_of(PyObject *value) {
+    if (Py_TYPE(value) == &tfsp_RefType) return ((tfsp_Ref *)value)->ptr;
+    if (value != Py_None) PyErr_SetString(PyExc_TypeError, "the handle must be a Ref");
+    return NULL;
 }
+
+#define CLOSED_OR_RAISED() (PyErr_Occurred() ? NULL : PyLong_FromLong(TFSP_CLOSED))
 
 static PyObject *sp_bind(PyObject *self, PyObject *args) {
     unsigned long long a, b, c, d;
@@ -56,20 +61,20 @@ static PyObject *sp_bind(PyObject *self, PyObject *args) {
 }
 
 static PyObject *sp_stream(PyObject *self, PyObject *handle) {
-    void *rt = pointer_of(handle, "handle"), *out = NULL;
+    void *rt = pointer_of(handle), *out = NULL;
     int32_t st;
     (void)self;
-    if (rt == NULL) return NULL;
+    if (rt == NULL) return CLOSED_OR_RAISED();
     Py_BEGIN_ALLOW_THREADS st = p_stream(rt, &out);
     Py_END_ALLOW_THREADS if (st != 0) return PyLong_FromLong(-(long)st);
     return PyLong_FromVoidPtr(out);
 }
 
 static PyObject *sp_sync(PyObject *self, PyObject *handle) {
-    void *rt = pointer_of(handle, "handle");
+    void *rt = pointer_of(handle);
     int32_t st;
     (void)self;
-    if (rt == NULL) return NULL;
+    if (rt == NULL) return CLOSED_OR_RAISED();
     Py_BEGIN_ALLOW_THREADS st = p_sync(rt);
     Py_END_ALLOW_THREADS return PyLong_FromLong(st);
 }
@@ -82,11 +87,11 @@ static PyObject *sp_download_scalar(PyObject *self, PyObject *const *args, Py_ss
     int32_t st;
     (void)self;
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "download_scalar(handle, address, size)");
+        PyErr_SetString(PyExc_TypeError, "download_scalar(ref, address, size)");
         return NULL;
     }
-    rt = pointer_of(args[0], "handle");
-    if (rt == NULL) return NULL;
+    rt = pointer_of(args[0]);
+    if (rt == NULL) return CLOSED_OR_RAISED();
     src = PyLong_AsUnsignedLongLong(args[1]);
     if (src == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
     len = PyLong_AsSsize_t(args[2]);
@@ -143,11 +148,11 @@ static PyObject *sp_with_context(PyObject *self, PyObject *const *args, Py_ssize
     (void)self;
     if (nargs != 2 || !PyList_CheckExact(args[1]) || PyList_GET_SIZE(args[1]) != 5 ||
         !PyTuple_Check(PyList_GET_ITEM(args[1], 1)) || !PyDict_Check(PyList_GET_ITEM(args[1], 2))) {
-        PyErr_SetString(PyExc_TypeError, "with_context(handle, frame)");
+        PyErr_SetString(PyExc_TypeError, "with_context(ref, frame)");
         return NULL;
     }
-    rt = pointer_of(args[0], "handle");
-    if (rt == NULL) return NULL;
+    rt = pointer_of(args[0]);
+    if (rt == NULL) return CLOSED_OR_RAISED();
     frame = args[1];
     Py_INCREF(frame); /* alive for the whole call whatever the callable does */
     Py_BEGIN_ALLOW_THREADS st = p_context(rt, call_frame, frame);
@@ -157,12 +162,12 @@ static PyObject *sp_with_context(PyObject *self, PyObject *const *args, Py_ssize
 
 static PyMethodDef methods[] = {
     {"bind", sp_bind, METH_VARARGS, "bind(stream, sync, download_scalar, with_context addresses)"},
-    {"stream", sp_stream, METH_O, "stream(handle) -> CUstream, or -status"},
-    {"sync", sp_sync, METH_O, "sync(handle) -> status"},
+    {"stream", sp_stream, METH_O, "stream(ref) -> CUstream, or -status"},
+    {"sync", sp_sync, METH_O, "sync(ref) -> status"},
     {"download_scalar", (PyCFunction)(void (*)(void))sp_download_scalar, METH_FASTCALL,
-     "download_scalar(handle, address, size) -> bytes, or status"},
+     "download_scalar(ref, address, size) -> bytes, or status"},
     {"with_context", (PyCFunction)(void (*)(void))sp_with_context, METH_FASTCALL,
-     "with_context(handle, frame) -> status"},
+     "with_context(ref, frame) -> status"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -178,4 +183,12 @@ static struct PyModuleDef module = {
     NULL,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (tfsp_ref_ready(m) < 0 || tfsp_exporter_ready(m) < 0 || tfsp_dlpack_ready(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -86,7 +86,8 @@ def status_string(status: int) -> str:
 def last_error() -> Optional[TenferroError]:
     """The calling thread's last library error as an (unraised)
     TenferroError, or None.  The binding raises every failure anyway; this
-    is for code that mixes in direct C calls."""
+    is for code that mixes in direct C calls.  The binding's own cleanup
+    (finalizers, the release of exports) leaves it as it was."""
     info = _capi.last_error_info()
     if info.status == Status.OK:
         return None
@@ -96,6 +97,7 @@ def last_error() -> Optional[TenferroError]:
 def clear_last_error() -> None:
     """Forget the calling thread's last library error."""
     _capi.api().tf_clear_last_error()
+    _capi.forget_cleanup_records()
 
 
 __all__ = [

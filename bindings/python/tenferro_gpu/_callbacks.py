@@ -27,9 +27,12 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from . import _capi
+from . import _capi, _runtimes
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 # What a trampoline returns to the library when the callable raised; the
 # library reports it as TF_ERROR_CALLBACK with this code before the binding
@@ -109,9 +112,10 @@ STREAM = _capi.STREAM_FN(_stream_entry)
 CUBLAS = _capi.CUBLAS_FN(_cublas_entry)
 
 
-# token -> (fn, args) of a retirement the library has not released yet.
-_pending: Dict[int, Tuple[Callable[..., object], Tuple[Any, ...]]] = {}
-_pending_lock = threading.Lock()
+# token -> (fn, args, identity, slot) of a retirement the library has not
+# released yet.
+_pending: Dict[int, Tuple[Callable[..., object], Tuple[Any, ...], int, int]] = {}
+_pending_lock = threading.RLock()   # re-entrant, as _claims._lock
 _tokens = itertools.count(1)
 
 
@@ -120,31 +124,42 @@ def _release_entry(resource: Optional[int], user_data: Optional[int]) -> None:
         work = _pending.pop(user_data or 0, None)
     if work is None:
         return
-    fn, args = work
+    fn, args, identity, slot = work
+    _runtimes.retired(identity, slot)
     fn(*args)     # an exception goes to sys.unraisablehook (see above)
 
 
 _release: Any = None
 
 
-def retirement(c_retire: Callable[..., int], c_args: Tuple[Any, ...],
-               release_cfunctype: Any, fn: Callable[..., object],
-               args: Tuple[Any, ...]) -> int:
-    """Call c_retire(*c_args, None, release trampoline, token) with fn(*args)
-    behind the token.  Returns the status; on any failure the library will
-    never run the release, so the callable is dropped here."""
+def retirement(runtime: "Runtime", fn: Callable[..., object], args: Tuple[Any, ...]) -> int:
+    """tf_workspace_retire on the slot `runtime`'s calls use here, with
+    fn(*args) behind a token.  Returns the status; on any failure the
+    library will never run the release, so the callable is dropped here.
+    The runtime notes the retirement until it is released ("NOTE the last
+    reference drains" in _runtimes.py)."""
     if not callable(fn):
         raise TypeError(f"expected a callable, got {type(fn).__name__}")
     global _release
     if _release is None:
-        _release = release_cfunctype(_release_entry)
+        _release = _capi.RELEASE_FN(_release_entry)
+    api = _capi.api()
+    target = runtime._target()
+    slot = ctypes.c_int32()
+    st = int(api.tf_runtime_current_slot(target._ref(), ctypes.byref(slot)))
+    if st != 0:
+        return st
+    identity = target._identity
     token = next(_tokens)
+    _runtimes.retiring(identity, slot.value)
     with _pending_lock:
-        _pending[token] = (fn, args)
-    st = c_retire(*c_args, None, _release, ctypes.c_void_p(token))
+        _pending[token] = (fn, args, identity, slot.value)
+    st = int(api.tf_workspace_retire(target._ref(), None, _release, ctypes.c_void_p(token)))
     if st != 0:
         with _pending_lock:
-            _pending.pop(token, None)
+            dropped = _pending.pop(token, None)
+        if dropped is not None:
+            _runtimes.retired(identity, slot.value)
     return st
 
 

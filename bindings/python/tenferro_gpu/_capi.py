@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int32,
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p, py_object)
-from typing import Any, Callable, NoReturn, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, List, NoReturn, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import _library, errors
 
@@ -337,6 +338,27 @@ fast: Fast
 # None: then the hot paths use `fast`.  TENFERRO_GPU_SPEEDUPS=0 turns it off.
 speedups: Any = None
 ENV_SPEEDUPS = "TENFERRO_GPU_SPEEDUPS"
+# What a hot call of the extension returns for a handle closed meanwhile.
+CLOSED = -1000000
+
+
+class RefFallback(c_void_p):
+    """A Ref without the extension (see _handles.py): a c_void_p, which
+    every ctypes call takes as it is."""
+
+    __slots__ = ()
+
+    # A Ref is one reference: identity is its equality (c_void_p has none).
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+# The type of the Refs (_handles.py): the extension's, else RefFallback;
+# set with the API.
+Ref: Any = RefFallback
 
 
 def _load_speedups(lib: ctypes.CDLL) -> Any:
@@ -356,29 +378,116 @@ def _load_speedups(lib: ctypes.CDLL) -> Any:
 
 def api() -> _Api:
     """The bound C API, loading the library at the first call."""
-    global _api, fast, speedups
+    global _api, fast, speedups, Ref
     if _api is None:
         lib, where = _library.load()
         bound = _Api(lib, where)
         fast = bound.fast
         speedups = _load_speedups(lib)
+        Ref = RefFallback if speedups is None else speedups.Ref
         _api = bound
     return _api
 
 
-def last_error_info() -> ErrorInfo:
-    """The calling thread's whole error record, copied in one call."""
+# ---- the thread's error record ("NOTE one call's record") ----------------
+#
+# The library keeps one error record per OS thread, and a failing call's
+# exception is built from it.  Between the failing call and the read,
+# Python may run the binding's own cleanup on this thread: a garbage
+# collection runs finalizers that free memory or release references (on
+# CPython 3.12 and later at any function call, before 3.12 at an
+# allocation), and a DLPack consumer may drop a tensor.  Two measures keep
+# the record the call's own:
+#
+# - the read allocates nothing before tf_last_error: each thread's buffer
+#   is made once (a nested read, from cleanup run meanwhile, makes its own);
+# - cleanup that calls the library on its own runs through quietly(): when
+#   it leaves another record behind (one of its calls failed), it notes on
+#   the thread which record it replaced, and a read follows those notes,
+#   newest first, back to the record the user's call left (only to one of
+#   the status that call returned).  The library does the same around its
+#   workspace releases.
+
+
+class _Records(threading.local):
+    """This thread's record buffer and cleanup notes."""
+
+    def __init__(self) -> None:
+        self.info = ErrorInfo()
+        self.ref = ctypes.byref(self.info)
+        self.busy = False
+        # (record before, record after) of each cleanup that replaced one.
+        self.replaced: List[Tuple[bytes, bytes]] = []
+
+
+_records = _Records()
+
+
+def _snapshot() -> bytes:
+    """This thread's whole record as bytes, in a buffer of its own."""
     a = api()
     info = new_struct(ErrorInfo, a.tf_error_info_init)
     a.tf_last_error(ctypes.byref(info))
-    return info
+    return bytes(info)
+
+
+def quietly(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args), run as cleanup that no caller waits for (a finalizer, the
+    release of an export): the record the thread's last failing call left
+    stays the one its exception reports (see above)."""
+    before = _snapshot()
+    try:
+        return fn(*args)
+    finally:
+        after = _snapshot()
+        if after != before:
+            _records.replaced.append((before, after))
+
+
+def last_error_info(status: Optional[int] = None) -> ErrorInfo:
+    """The calling thread's whole error record, copied in one call: that of
+    the last failing call made for the user, whatever cleanup ran since.
+    `status` is what that call returned, when known."""
+    a = api()
+    records = _records
+    nested = records.busy
+    info = ErrorInfo() if nested else records.info
+    ref = ctypes.byref(info) if nested else records.ref
+    records.busy = True
+    try:
+        a.tf_error_info_init(ref, ctypes.sizeof(ErrorInfo))
+        a.tf_last_error(ref)
+        if records.replaced:
+            info = _before_cleanup(info, records.replaced, status)
+        return ErrorInfo.from_buffer_copy(info)
+    finally:
+        records.busy = nested
+
+
+def _before_cleanup(info: ErrorInfo, replaced: List[Tuple[bytes, bytes]],
+                    status: Optional[int]) -> ErrorInfo:
+    """The record before the cleanup that left `info`, if one did."""
+    now = raw = bytes(info)
+    while replaced and replaced[-1][1] == raw:
+        raw = replaced.pop()[0]
+    replaced.clear()
+    found = ErrorInfo.from_buffer_copy(raw)
+    if raw == now or (status is not None and found.status != status):
+        return info
+    replaced.append((raw, now))        # the next read, until a new failure, too
+    return found
+
+
+def forget_cleanup_records() -> None:
+    """Drop this thread's cleanup notes (tf_clear_last_error)."""
+    _records.replaced.clear()
 
 
 def error(st: int) -> errors.TenferroError:
     """The exception for failed status `st`, from the record the failing
     call left on this thread.  Call it right after the call, on the same
-    thread, before anything else can call the library."""
-    return errors.error_from_info(st, last_error_info())
+    thread."""
+    return errors.error_from_info(st, last_error_info(st))
 
 
 def fail(st: int) -> NoReturn:

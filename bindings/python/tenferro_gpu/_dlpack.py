@@ -85,17 +85,14 @@ def _api(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
     return fn
 
 
-# The capsule calls.  The *_raw forms take a PyObject * as an integer: a
-# capsule's destructor gets the object while it is being destroyed, when no
-# new reference to it may be made.
+# The capsule calls; a destructor is given as its address (or None).
 capsule_new = _api("PyCapsule_New", py_object, c_void_p, c_char_p, c_void_p)
 capsule_name = _api("PyCapsule_GetName", c_char_p, py_object)
 capsule_pointer = _api("PyCapsule_GetPointer", c_void_p, py_object, c_char_p)
 capsule_set_name = _api("PyCapsule_SetName", c_int, py_object, c_char_p)
-capsule_is_valid_raw = _api("PyCapsule_IsValid", c_int, c_void_p, c_char_p)
-capsule_pointer_raw = _api("PyCapsule_GetPointer", c_void_p, c_void_p, c_char_p)
-# void (*PyCapsule_Destructor)(PyObject *)
-DESTRUCTOR = CFUNCTYPE(None, c_void_p)
+# A reference made or dropped by hand (a tensor's manager_ctx).
+incref = _api("Py_IncRef", None, py_object)
+decref = _api("Py_DecRef", None, py_object)
 
 
 def is_capsule(obj: object) -> bool:

@@ -8,22 +8,36 @@ is the slot stream the runtime's calls use where the protocol is asked
 binding's own work on the buffer went.
 
 DLPack: the capsule holds a DLManagedTensor (or DLManagedTensorVersioned)
-whose shape and strides live in ctypes arrays owned by a registry entry,
-together with the DeviceBuffer, which keeps the allocation (and its
-runtime) alive.  The deleter (a ctypes callback made once) drops the entry;
-the capsule's destructor calls it when no consumer took the capsule.  A
+whose shape and strides live in ctypes arrays owned by an _Export, together
+with the DeviceBuffer, which keeps the allocation (and its runtime) alive;
+the _Export pins the memory (NOTE memory is freed once) until it goes.
+With the C extension the tensor owns a reference to its _Export (its
+manager_ctx) and the deleter drops it; the capsule's destructor calls the
+deleter when no consumer took the capsule.  Both are C (dlpack_release.c)
+and keep an exception the consumer has pending.  Without the extension no
+callback can keep one (ctypes clears it): the capsule then has no
+destructor, the registry below holds it, and poll_unconsumed() deletes the
+tensor of one that nobody holds any more unconsumed (at the next export,
+free() or garbage collection); the deleter is a ctypes callback.  A
 consumer that outlives the interpreter's shutdown cannot call back into
-Python: drop its tensors before exiting (as for any ctypes-based producer).
+Python: drop its tensors before exiting.
+
+__cuda_array_interface__ has no release: the object read through it keeps
+the memory until it is garbage (a consumer holds it while it uses the
+memory).
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
+import sys
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+import weakref
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from . import _dlpack, _driver
+from . import _capi, _claims, _dlpack, _driver
 
 if TYPE_CHECKING:
     from .buffer import DeviceBuffer
@@ -36,6 +50,7 @@ def cuda_array_interface(buf: "DeviceBuffer") -> Dict[str, Any]:
     if typestr is None:
         raise AttributeError(f"__cuda_array_interface__ cannot describe {buf.dtype.name}; "
                              f"use DLPack (torch.from_dlpack) or view() another dtype")
+    buf._pin()
     return {
         "shape": buf.shape,
         "typestr": typestr,
@@ -47,48 +62,91 @@ def cuda_array_interface(buf: "DeviceBuffer") -> Dict[str, Any]:
     }
 
 
-# token -> what one exported tensor keeps alive until its deleter runs.
-_exports: Dict[int, Tuple[object, ...]] = {}
-_lock = threading.Lock()
+class _Export:
+    """One exported tensor: what its deleter lets go of."""
+
+    __slots__ = ("buf", "managed", "shape", "strides", "__weakref__")
+
+    def __init__(self, buf: "DeviceBuffer", managed: Any, shape: Any, strides: Any) -> None:
+        self.buf, self.managed, self.shape, self.strides = buf, managed, shape, strides
+
+
+# Re-entrant: a garbage collection may run a release while it is held.
+_lock = threading.RLock()
+_live = [0]     # exports whose deleter has not run
+
+
+def _export_gone(claims: _claims.Claims) -> None:
+    with _lock:
+        _live[0] -= 1
+    claims.release_quietly()
+
+
+def live_exports() -> int:
+    """Number of exported tensors whose deleter has not run yet."""
+    poll_unconsumed()
+    with _lock:
+        return _live[0]
+
+
+# ---- without the extension: the registry and its poll -----------------------
+
+# token -> [the _Export, its capsule (None once consumed)]
+_fallback: Dict[int, List[Any]] = {}
 _tokens = itertools.count(1)
 
 
-def _release(token: int) -> None:
+def _fallback_delete(token: int) -> None:
     with _lock:
-        _exports.pop(token, None)
+        entry = _fallback.pop(token, None)
+    del entry           # the _Export's release runs here, outside the lock
 
 
 def _deleter(address: Optional[int]) -> None:
     if address:
-        _release(_dlpack.DLManagedTensor.from_address(address).manager_ctx or 0)
+        _fallback_delete(_dlpack.DLManagedTensor.from_address(address).manager_ctx or 0)
 
 
 def _deleter_versioned(address: Optional[int]) -> None:
     if address:
-        _release(_dlpack.DLManagedTensorVersioned.from_address(address).manager_ctx or 0)
+        _fallback_delete(_dlpack.DLManagedTensorVersioned.from_address(address).manager_ctx or 0)
 
 
 _DELETER = _dlpack.DELETER(_deleter)
 _DELETER_VERSIONED = _dlpack.DELETER(_deleter_versioned)
 
 
-def _destructor(capsule: Optional[int]) -> None:
-    """A capsule nobody consumed: delete its tensor.  Consumed capsules
-    were renamed "used_..." and are left alone."""
-    for name, deleter in ((_dlpack.NAME, _deleter), (_dlpack.NAME_VERSIONED,
-                                                     _deleter_versioned)):
-        if _dlpack.capsule_is_valid_raw(capsule, name):
-            deleter(_dlpack.capsule_pointer_raw(capsule, name))
-            return
+def _holders(entry: List[Any]) -> int:
+    return sys.getrefcount(entry[1])
 
 
-_DESTRUCTOR = _dlpack.DESTRUCTOR(_destructor)
+# The count _holders() sees for a capsule only the registry holds.
+_ALONE = _holders([None, object()])
 
 
-def live_exports() -> int:
-    """Number of exported tensors whose deleter has not run yet."""
+def poll_unconsumed() -> None:
+    """Without the extension: delete the tensor of each capsule nobody but
+    the registry holds, unconsumed; forget the capsules consumed."""
+    if not _fallback:
+        return
     with _lock:
-        return len(_exports)
+        entries = list(_fallback.items())
+    gone = []
+    for token, entry in entries:
+        if entry[1] is None:
+            continue
+        if _dlpack.capsule_name(entry[1]) in (_dlpack.USED, _dlpack.USED_VERSIONED):
+            entry[1] = None          # the consumer owns it now
+        elif _holders(entry) <= _ALONE:
+            gone.append(token)
+    del entries
+    for token in gone:
+        _fallback_delete(token)
+
+
+def _on_gc(phase: str, info: Dict[str, int]) -> None:
+    if phase == "stop" and _fallback:
+        _capi.quietly(poll_unconsumed)
 
 
 def _order(buf: "DeviceBuffer", stream: Optional[int]) -> None:
@@ -126,17 +184,13 @@ def dlpack_capsule(buf: "DeviceBuffer", stream: Optional[int],
     ndim = buf.ndim
     shape = (ctypes.c_int64 * max(ndim, 1))(*buf.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*(s // buf.itemsize for s in buf.strides))
-    token = next(_tokens)
     managed: Any
     if versioned:
         managed = _dlpack.DLManagedTensorVersioned()
         managed.version.major, managed.version.minor = _dlpack.VERSION
         managed.flags = flags
-        managed.deleter = _DELETER_VERSIONED
     else:
         managed = _dlpack.DLManagedTensor()
-        managed.deleter = _DELETER
-    managed.manager_ctx = token
     tensor = managed.dl_tensor
     # DLPack asks for an aligned data pointer and the rest in byte_offset:
     # the allocation's start is 256-byte aligned, as cuMemAlloc's is.
@@ -148,12 +202,36 @@ def dlpack_capsule(buf: "DeviceBuffer", stream: Optional[int],
     tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = buf.dtype.dlpack
     tensor.shape = shape
     tensor.strides = strides
+    return _capsule(_Export(buf, managed, shape, strides), versioned)
+
+
+def _capsule(export: _Export, versioned: bool) -> Any:
+    """The capsule of `export`'s tensor, which from now on pins the
+    buffer's memory until its deleter runs."""
+    claims = export.buf._alloc.claims
+    claims.acquire()
     with _lock:
-        _exports[token] = (buf, managed, shape, strides)
-    try:
-        return _dlpack.capsule_new(ctypes.addressof(managed),
-                                   _dlpack.NAME_VERSIONED if versioned else _dlpack.NAME,
-                                   ctypes.cast(_DESTRUCTOR, ctypes.c_void_p))
-    except BaseException:
-        _release(token)
-        raise
+        _live[0] += 1
+    weakref.finalize(export, _export_gone, claims)
+    managed = export.managed
+    name = _dlpack.NAME_VERSIONED if versioned else _dlpack.NAME
+    sp = _capi.speedups
+    if sp is not None:
+        managed.deleter = _dlpack.DELETER(sp.DELETER_VERSIONED if versioned else sp.DELETER)
+        managed.manager_ctx = id(export)
+        _dlpack.incref(export)               # the tensor's reference: the deleter's
+        try:
+            return _dlpack.capsule_new(ctypes.addressof(managed), name, sp.CAPSULE_DESTRUCTOR)
+        except BaseException:
+            _dlpack.decref(export)
+            raise
+    token = next(_tokens)
+    managed.deleter = _DELETER_VERSIONED if versioned else _DELETER
+    managed.manager_ctx = token
+    if not _fallback and _on_gc not in gc.callbacks:
+        gc.callbacks.append(_on_gc)
+    poll_unconsumed()
+    capsule = _dlpack.capsule_new(ctypes.addressof(managed), name, None)
+    with _lock:
+        _fallback[token] = [export, capsule]
+    return capsule

@@ -16,11 +16,12 @@ tensor another library made from it (those hold a reference until they go).
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
-from . import _callbacks, _capi, _dtypes
+from . import _callbacks, _capi, _claims, _dtypes, _handles, _runtimes
 from ._dtypes import DType
 
 if TYPE_CHECKING:
@@ -30,53 +31,64 @@ Shape = Tuple[int, ...]
 Index = Union[int, slice, "ellipsis", Tuple[Union[int, slice, "ellipsis"], ...]]
 
 
-def _freed_by(ptr: int, owner: "Runtime", slot: int,
-              allocation: "Optional[weakref.ref[_Allocation]]" = None) -> int:
-    """Free `ptr` in order on stream slot `slot` of `owner` (a Runtime the
-    allocation holds), whichever thread runs this, then drop `owner`.
-    Returns the tf_free status.
-
-    Only a retired buffer's release can find `owner` closed: at interpreter
-    exit, when the owner's own finalizer released the runtime's last
-    reference and its teardown runs the pending releases.  The memory then
-    goes with the primary context, and nothing is called.  At interpreter
-    exit the allocation still exists: it is marked freed first."""
-    alive = allocation() if allocation is not None else None
-    if alive is not None:
-        alive.ptr = None
-    if owner.closed:
-        return 0
+def _free_on_slot(handle: Any, ptr: int, slot: int) -> int:
+    """tf_free of `ptr` in order on stream slot `slot` of the runtime whose
+    handle (a Ref, or an int the caller holds) is given, whichever thread
+    runs this.  Returns the status."""
     api = _capi.api()
-    handle = owner.handle
     current = ctypes.c_int32(-1)
     api.tf_runtime_current_slot(handle, ctypes.byref(current))
+    if current.value == slot:
+        return int(api.tf_free(handle, ptr))
+    bound = ctypes.c_void_p()
+    st = int(api.tf_runtime_bind_slot(handle, slot, ctypes.byref(bound)))
+    if st != 0:
+        return st
     try:
-        if current.value == slot:
-            return int(api.tf_free(handle, ptr))
-        bound = ctypes.c_void_p()
-        st = int(api.tf_runtime_bind_slot(handle, slot, ctypes.byref(bound)))
-        if st != 0:
-            return st
-        try:
-            return int(api.tf_free(bound.value, ptr))
-        finally:
-            api.tf_runtime_release(bound.value)
+        return int(api.tf_free(bound.value, ptr))
     finally:
-        owner.close()
+        api.tf_runtime_release(bound.value)
+
+
+def _free_device(ptr: int, slot: int, identity: int, owner: "weakref.ref[Runtime]") -> int:
+    """An allocation's free (its Claims'): tf_free on its slot."""
+    return _runtimes.free_through(identity, owner,
+                                  lambda handle: _free_on_slot(handle, ptr, slot))
+
+
+def _allocation_gone(claims: _claims.Claims, owner: "Runtime",
+                     allocation: "weakref.ref[_Allocation]") -> None:
+    """The allocation is garbage (its buffer, views and exports are gone),
+    or the interpreter exits: its owner's claim ends (`owner`, held until
+    now, keeps the runtime open for the free).  At exit the allocation
+    still exists: it is marked freed first."""
+    alive = allocation()
+    if alive is not None:
+        alive.ptr = None
+    claims.release_quietly()
+
+
+def _retirement_passed(claims: _claims.Claims) -> None:
+    """The release of DeviceBuffer.retire: the claim the buffer handed over
+    ends."""
+    claims.release()
 
 
 class _Allocation:
-    """One tf_alloc allocation, freed exactly once: by free(), retire(), or
-    when the last object using it is collected (a weakref finalizer, which
-    holds what the free needs, never this object)."""
+    """One tf_alloc allocation, freed exactly once (NOTE memory is freed
+    once): its buffer's claim ends with free(), retire()'s release, or its
+    garbage collection (a weakref finalizer, which holds what the free
+    needs, never this object); its exports (DLPack tensors, objects read
+    through __cuda_array_interface__) hold it until they go."""
 
-    __slots__ = ("ptr", "nbytes", "owner", "slot", "finalizer", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "owner", "slot", "claims", "finalizer", "__weakref__")
 
     ptr: Optional[int]          # None once freed or retired
     nbytes: int
     owner: "Runtime"
     slot: int
-    finalizer: weakref.finalize
+    claims: _claims.Claims
+    finalizer: weakref.finalize  # alive while the buffer has its claim
 
     def __init__(self, runtime: "Runtime", nbytes: int) -> None:
         api = _capi.api()
@@ -89,28 +101,40 @@ class _Allocation:
             owner.close()
             raise
         self.ptr, self.nbytes, self.owner, self.slot = out.value, nbytes, owner, slot
-        self.finalizer = weakref.finalize(self, _freed_by, out.value, owner, slot,
+        self.claims = _claims.Claims(functools.partial(
+            _free_device, out.value, slot, owner._identity, weakref.ref(owner)))
+        self.finalizer = weakref.finalize(self, _allocation_gone, self.claims, owner,
                                           weakref.ref(self))
+        _handles.free_at_exit(self)
+
+    def _exit(self) -> None:
+        self.finalizer()
 
     def free(self) -> None:
         self.ptr = None
-        if self.finalizer.alive:
-            _capi.check(self.finalizer() or 0)
+        if self.finalizer.detach() is not None:
+            _capi.check(self.claims.release())
 
     def retire(self) -> None:
-        """Hand the free to the retirement queue of the slot this call
-        uses; it runs once the device has passed the work queued there."""
+        """Hand the buffer's claim to the retirement queue of the slot this
+        call uses; its release ends the claim once the device has passed
+        the work queued there.  The release holds no runtime reference."""
         detached = self.finalizer.detach()
         if detached is None:
             return
-        free_args = detached[2]
-        self.ptr = None
-        st = _callbacks.retirement(_capi.api().tf_workspace_retire, (self.owner._active(),),
-                                   _capi.RELEASE_FN, _freed_by, free_args)
+        ptr, self.ptr = self.ptr, None
+        st = _callbacks.retirement(self.owner, _retirement_passed, (self.claims,))
         if st in (1, 2):  # INVALID_ARGUMENT / INVALID_HANDLE: still ours
-            self.ptr = free_args[0]
-            self.finalizer = weakref.finalize(self, _freed_by, *free_args)
+            self.ptr = ptr
+            self.finalizer = weakref.finalize(self, _allocation_gone, self.claims, self.owner,
+                                              weakref.ref(self))
+        # Any other failure: the claim is never released, the memory leaked.
         _capi.check(st)
+
+    def pin(self, holder: object) -> None:
+        """An export: the memory stays until `holder` is garbage."""
+        self.claims.acquire()
+        weakref.finalize(holder, self.claims.release_quietly)
 
 
 def _contiguous_strides(shape: Shape) -> Shape:
@@ -153,15 +177,18 @@ class DeviceBuffer:
     through __cuda_array_interface__ and DLPack, while the binding's own
     transfers need contiguous memory.
 
-    free() (or leaving a `with` block, or garbage collection of the buffer,
-    its views and the tensors made from it) releases the memory with
-    tf_free, in order on the stream slot it was allocated from, so work
-    queued there before still sees it; work on other slots that uses it must
-    be finished first (Runtime.slot_wait, an Event, or Runtime.sync on that
-    slot).  retire() instead frees it once the device has passed the work
-    queued so far, without waiting.  Only the buffer that made the
-    allocation can free or retire it; after that it and its views raise
-    ValueError.
+    free() (or leaving a `with` block, or garbage collection of the buffer
+    and its views) releases the memory with tf_free, in order on the stream
+    slot it was allocated from, so work queued there before still sees it;
+    work on other slots that uses it must be finished first
+    (Runtime.slot_wait, an Event, or Runtime.sync on that slot).  retire()
+    instead frees it once the device has passed the work queued so far,
+    without waiting.  Only the buffer that made the allocation can free or
+    retire it; after that it and its views raise ValueError.  A consumer
+    that still holds the memory keeps it (NOTE memory is freed once): a
+    DLPack tensor until its deleter runs, an object whose
+    __cuda_array_interface__ was read until it is garbage; the free then
+    happens when the last of them lets go.
 
     The allocation holds a reference to its runtime, which stays alive
     until the memory is freed.  With memory pools
@@ -171,7 +198,8 @@ class DeviceBuffer:
     """
 
     __slots__ = ("_alloc", "_offset", "_dtype", "_shape", "_strides", "_base",
-                 "_nbytes", "_contiguous", "_head", "_address", "_cptr", "__weakref__")
+                 "_nbytes", "_contiguous", "_head", "_address", "_cptr", "_exported",
+                 "__weakref__")
 
     _alloc: _Allocation
     _offset: int
@@ -188,6 +216,9 @@ class DeviceBuffer:
     # download_scalar (valid while _alloc.ptr is not None).
     _address: int
     _cptr: ctypes.c_uint64
+    # Whether __cuda_array_interface__ was read: the object then pins the
+    # memory until it is garbage.
+    _exported: bool
 
     def __init__(self, runtime: "Runtime", nbytes: int) -> None:
         nbytes = _capi.size(nbytes, "nbytes")
@@ -210,6 +241,7 @@ class DeviceBuffer:
         self._head = self._nbytes if self._contiguous else 0
         self._address = (alloc.ptr or 0) + offset
         self._cptr = ctypes.c_uint64(self._address)
+        self._exported = False
 
     def _view(self, offset: int, dtype: DType, shape: Shape, strides: Shape) -> "DeviceBuffer":
         view = DeviceBuffer.__new__(DeviceBuffer)
@@ -268,10 +300,13 @@ class DeviceBuffer:
                             f"{what} the buffer it views (view.base)")
 
     def free(self) -> None:
-        """Release the memory (tf_free) in order on the allocating slot.
-        Idempotent.  Raises the library's error if tf_free failed (the
+        """Release the memory (tf_free) in order on the allocating slot;
+        while a consumer holds it (see the class), when the last one lets
+        go.  Idempotent.  Raises the library's error if tf_free failed (the
         memory is then leaked, never freed twice), TypeError on a view."""
         self._owner_only("free")
+        from . import _interop
+        _interop.poll_unconsumed()
         self._alloc.free()
 
     close = free
@@ -452,6 +487,14 @@ class DeviceBuffer:
         AttributeError for bfloat16, which the interface cannot describe."""
         from . import _interop
         return _interop.cuda_array_interface(self)
+
+    def _pin(self) -> None:
+        """Read through __cuda_array_interface__: this object keeps the
+        memory until it is garbage (a consumer holds it)."""
+        if not self._exported:
+            self.ptr
+            self._alloc.pin(self)
+            self._exported = True
 
     def __dlpack__(self, *, stream: Optional[int] = None,
                    max_version: Optional[Tuple[int, int]] = None,

@@ -89,9 +89,11 @@ class TenferroError(Exception):
         self.code_domain = _known(CodeDomain, code_domain)
         self.message = message
 
-    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...], Dict[str, Any]]:
+        # Every field, those set after construction (CompileError.log) too.
         return (type(self), (int(self.status), self.operation, self.call,
-                             self.code, int(self.code_domain), self.message))
+                             self.code, int(self.code_domain), self.message),
+                dict(vars(self)))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(status={_name(self.status)}, operation="
@@ -148,8 +150,8 @@ class CallbackError(TenferroError):
     this way: its own exception is re-raised instead."""
 
 
-class OutOfMemoryError(TenferroError):
-    """TF_ERROR_OUT_OF_MEMORY"""
+class OutOfMemoryError(TenferroError, MemoryError):
+    """TF_ERROR_OUT_OF_MEMORY (also a MemoryError)."""
 
 
 class RuntimeStateError(TenferroError):
@@ -163,7 +165,8 @@ class DeviceFaultError(TenferroError):
 
 class CompileError(TenferroError):
     """TF_ERROR_COMPILE: NVRTC rejected the source.  Runtime.compile() sets
-    `log` to NVRTC's whole log (the message has only its start)."""
+    `log` to NVRTC's whole log (the message has only its start); pickling
+    keeps it."""
 
     log = ""
 

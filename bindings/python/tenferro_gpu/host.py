@@ -21,10 +21,11 @@ import asyncio
 import ctypes
 import dataclasses
 import functools
+import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Generator, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Generator, List, NoReturn, Optional, Tuple, Type
 
-from . import _capi, errors
+from . import _capi, _claims, _handles, _holds, _runtimes, errors
 from ._buffers import Export
 from .memory import _address
 from .stream_work import Event
@@ -51,43 +52,104 @@ class HostPoolStats:
     pending_frees: int
 
 
-def _free_block(ptr: int, owner: "Runtime") -> int:
-    """tf_host_free of `ptr`, then drop the runtime reference the block
-    holds (the runtime outlives its blocks).  Returns the status."""
-    if owner.closed:
-        return 0
-    try:
-        return int(_capi.api().tf_host_free(owner.handle, ptr))
-    finally:
-        owner.close()
+def _free_block(ptr: int, identity: int, owner: "weakref.ref[Runtime]") -> int:
+    """tf_host_free of block `ptr` (its Claims' free)."""
+    return _runtimes.free_through(identity, owner,
+                                  lambda handle: int(_capi.api().tf_host_free(handle, ptr)))
+
+
+def _views_gone(claims: _claims.Claims, owner: "Runtime") -> None:
+    """The exporter's on_idle: the last view of a closed HostBuffer went
+    (`owner`, held by the views until then, kept the runtime alive)."""
+    claims.release_quietly()
+
+
+def _host_gone(exporter: Any, claims: _claims.Claims, owner: "Runtime") -> None:
+    """A HostBuffer is garbage: its claim ends, or with its last view."""
+    if exporter is None or exporter.close():
+        claims.release_quietly()
+
+
+class _PyExporter:
+    """What the extension's Exporter does, in Python, for CPython 3.12 and
+    later without the extension (HostBuffer.__buffer__, PEP 688).  Until
+    its count ends, _PY_EXPORTERS holds it: a garbage collection that
+    clears a HostBuffer together with a view must not lose the count."""
+
+    __slots__ = ("raw", "exports", "closed", "on_idle")
+
+    def __init__(self, address: int, nbytes: int, on_idle: Any) -> None:
+        self.raw = (ctypes.c_uint8 * nbytes).from_address(address)
+        self.exports, self.closed, self.on_idle = 0, False, on_idle
+        _PY_EXPORTERS[id(self.raw)] = self
+
+    def export(self) -> memoryview:
+        if self.closed:
+            raise BufferError("the tenferro_gpu.HostBuffer is closed")
+        self.exports += 1
+        return memoryview(self.raw)
+
+    def release(self) -> None:
+        self.exports -= 1
+        if self.exports == 0 and self.closed:
+            _PY_EXPORTERS.pop(id(self.raw), None)
+            self.on_idle()
+
+    def close(self) -> bool:
+        self.closed = True
+        if self.exports:
+            return False
+        _PY_EXPORTERS.pop(id(self.raw), None)
+        return True
+
+
+# id of an exporter's memory -> the exporter (see _PyExporter).
+_PY_EXPORTERS: Dict[int, _PyExporter] = {}
+
+
+def _exporter(address: int, nbytes: int, on_idle: Any) -> Any:
+    """A counting exporter of the block, or None where exports cannot be
+    counted (no extension, CPython before 3.12)."""
+    sp = _capi.speedups
+    if sp is not None:
+        return sp.Exporter(address, nbytes, on_idle)
+    if sys.version_info >= (3, 12):
+        return _PyExporter(address, nbytes, on_idle)
+    return None
 
 
 class HostBuffer(_Base):
     """A block of page-locked host memory from the runtime's caching pool
     (tf_host_alloc): a ctypes array of `nbytes` uint8, so it has the buffer
     protocol (memoryview(host), numpy.frombuffer(host), bytes(host), all
-    without a copy but bytes) and ctypes.addressof.  Not zeroed.
+    without a copy but bytes), indexing and ctypes.addressof.  Not zeroed.
 
-    close() (or leaving the `with` block) gives the block back to the pool
-    (tf_host_free): safe while a queued copy still uses it, since the pool
-    reuses it only after the device is done.  Views taken of it must not be
-    used after close(): the memory then belongs to the pool.  Without
-    close(), the block goes back when the HostBuffer and every view of it
-    (each view holds it) have been garbage-collected.  The block keeps its
-    runtime alive.
+    close() (or leaving the `with` block) ends its use: ptr, indexing, new
+    views and the binding's calls refuse it.  The block goes back to the
+    pool (tf_host_free) once no view of it is left, and no failed copy may
+    still write it (NOTE memory is freed once): at once when there is none,
+    else when the last view is released.  Views stay valid until then; a
+    block is never handed out again under one.  Without the C extension on
+    CPython before 3.12 views cannot be counted: the block then goes back
+    when the HostBuffer object and every view (each holds it) are gone.
+    Garbage collection of the HostBuffer ends its use the same way.  The
+    block keeps its runtime alive, and so does each view.
     """
 
     # Instances are made by Runtime.host_alloc (one ctypes type per size);
     # these are set on each one.
     _owner: "Runtime"
     _ptr: int
+    _claims: _claims.Claims
+    _exporter: Any
+    _closed: bool
     _finalizer: weakref.finalize
 
     @property
     def ptr(self) -> int:
         """The block's address.  ValueError once closed."""
-        if not self._finalizer.alive:
-            raise ValueError("the tenferro_gpu.HostBuffer is closed")
+        if self._closed:
+            _closed()
         return self._ptr
 
     @property
@@ -98,7 +160,7 @@ class HostBuffer(_Base):
 
     @property
     def closed(self) -> bool:
-        return not self._finalizer.alive
+        return self._closed
 
     @property
     def runtime(self) -> "Runtime":
@@ -114,10 +176,45 @@ class HostBuffer(_Base):
         _capi.check(_capi.api().tf_host_record_use(rt._active(), self.ptr))
 
     def close(self) -> None:
-        """Give the block back to the pool (tf_host_free).  Idempotent.  On
-        a failure the block is leaked (never reused) and the error raised."""
-        if self._finalizer.alive:
-            _capi.check(self._finalizer() or 0)
+        """End the use of the block (see the class): give it back at once
+        when no view is left (tf_host_free), else when the last one goes.
+        Idempotent.  A failure of tf_host_free is raised (the block is then
+        leaked, never reused)."""
+        if self._closed:
+            return
+        self._closed = True
+        exporter = self._exporter
+        if exporter is None:
+            return                     # views uncounted: it ends with the object
+        self._finalizer.detach()
+        if exporter.close():
+            _capi.check(self._claims.release())
+
+    def __getitem__(self, key: Any) -> Any:
+        if self._closed:
+            _closed()
+        return super().__getitem__(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self._closed:
+            _closed()
+        super().__setitem__(key, value)
+
+    def __buffer__(self, flags: int) -> memoryview:
+        """PEP 688 (CPython 3.12 and later, without the extension): a
+        counted export."""
+        exporter = self._exporter
+        if self._closed or exporter is None:
+            raise BufferError("the tenferro_gpu.HostBuffer is closed")
+        return exporter.export()        # type: ignore[no-any-return]
+
+    def __release_buffer__(self, view: memoryview) -> None:
+        exporter = _PY_EXPORTERS.get(id(view.obj))
+        if exporter is not None:
+            exporter.release()
+
+    def _exit(self) -> None:
+        self._finalizer()
 
     def __enter__(self) -> "HostBuffer":
         self.ptr
@@ -131,13 +228,40 @@ class HostBuffer(_Base):
         return f"<tenferro_gpu.HostBuffer {len(self)} bytes {state}>"
 
 
+def _closed() -> NoReturn:
+    raise ValueError("the tenferro_gpu.HostBuffer is closed")
+
+
 @functools.lru_cache(maxsize=64)
 def _host_type(nbytes: int) -> Type[HostBuffer]:
     """The HostBuffer subclass of `nbytes` bytes (ctypes fixes an array's
-    length per type)."""
+    length per type), exporting through the extension's counting exporter
+    when there is one."""
     base: Any = ctypes.c_uint8 * nbytes
     made: Type[HostBuffer] = type("HostBuffer", (HostBuffer, base), {"__module__": __name__})
+    if _capi.speedups is not None:
+        _capi.speedups.export_through(made)
     return made
+
+
+def _unregister(export: Export, identity: int, owner: "weakref.ref[Runtime]") -> int:
+    """tf_host_unregister, then the buffer goes back to its owner (the
+    registration's Claims' free).  A refused unregister (or none: the
+    runtime is gone) keeps the buffer exported for the process's life (the
+    device may still use it)."""
+    def unregister(handle: Any) -> int:
+        st = int(_capi.api().tf_host_unregister(handle, export.address))
+        if st == 0:
+            export.release()
+        return st
+    st = _runtimes.free_through(identity, owner, unregister)
+    if not export.released:
+        _kept.append(export)
+    return st
+
+
+def _registration_gone(claims: _claims.Claims, owner: "Runtime") -> None:
+    claims.release_quietly()
 
 
 class HostRegistration:
@@ -145,13 +269,15 @@ class HostRegistration:
     asynchronous copies accept its memory.  It holds the buffer (exported,
     so a bytearray cannot be resized) until close() or leaving the `with`
     block unregisters it (tf_host_unregister, which waits for the streams
-    that used it); garbage collection does the same.  The runtime's last
+    that used it; after a failed copy into it, also for the device to pass
+    that copy); garbage collection does the same.  The runtime's last
     release unregisters whatever is still registered."""
 
-    __slots__ = ("_owner", "_export", "_finalizer", "__weakref__")
+    __slots__ = ("_owner", "_export", "_claims", "_finalizer", "__weakref__")
 
     _owner: "Runtime"
     _export: Export
+    _claims: _claims.Claims
     _finalizer: weakref.finalize
 
     def __init__(self, runtime: "Runtime", obj: object) -> None:
@@ -165,7 +291,15 @@ class HostRegistration:
             owner.close()
             raise
         self._owner, self._export = owner, export
-        self._finalizer = weakref.finalize(self, _unregister, export, owner)
+        self._claims = _claims.Claims(
+            functools.partial(_unregister, export, owner._identity, weakref.ref(owner)),
+            export.address, export.nbytes)
+        _claims.track_host(self._claims)
+        self._finalizer = weakref.finalize(self, _registration_gone, self._claims, owner)
+        _handles.free_at_exit(self)
+
+    def _exit(self) -> None:
+        self._finalizer()
 
     @property
     def obj(self) -> object:
@@ -192,11 +326,12 @@ class HostRegistration:
         _capi.check(_capi.api().tf_host_record_use(rt._active(), self.ptr))
 
     def close(self) -> None:
-        """Unregister (tf_host_unregister) and release the buffer.
-        Idempotent.  On a failure the range stays registered (the runtime's
-        release unregisters it) and the buffer stays held."""
-        if self._finalizer.alive:
-            _capi.check(self._finalizer() or 0)
+        """Unregister (tf_host_unregister) and release the buffer, at once
+        unless a failed copy may still use it (then once the device has
+        passed it).  Idempotent.  On a failure the range stays registered
+        (the runtime's release unregisters it) and the buffer stays held."""
+        if self._finalizer.detach() is not None:
+            _capi.check(self._claims.release())
 
     unregister = close
 
@@ -215,22 +350,6 @@ class HostRegistration:
 # Registrations whose unregister failed: their buffers stay exported for
 # the process's life (the device may still use them).
 _kept: List[object] = []
-
-
-def _unregister(export: Export, owner: "Runtime") -> int:
-    if owner.closed:
-        return 0
-    try:
-        st = int(_capi.api().tf_host_unregister(owner.handle, export.address))
-    except BaseException:
-        owner.close()
-        raise
-    if st == 0:
-        export.release()
-        owner.close()
-    else:
-        _kept.append((export, owner))
-    return st
 
 
 def _release_all(keep: Tuple[object, ...]) -> None:
@@ -311,9 +430,22 @@ def _host_export(host: object, writable: bool) -> Export:
     return Export(host, writable=writable)
 
 
-# Holds that could not be tied to a completion (the event record failed
-# after the copy was queued, and so did the retirement): kept for good.
-_leaked: List[object] = []
+def _hold_copy(runtime: "Runtime", export: Export, device: Any) -> None:
+    """Keep both sides of a queued copy whose completion cannot be
+    observed (its event record failed) until the device has passed it
+    (_holds.py)."""
+    holds = _claims.host_claims(export.address, export.nbytes)
+    keep: List[object] = []
+    if holds:
+        export.release()
+    else:
+        keep.append(export)
+    alloc = getattr(device, "_alloc", None)
+    if alloc is not None and not alloc.claims.freed:
+        holds.append(alloc.claims)
+    elif type(device) is not int:
+        keep.append(device)
+    _holds.retire(runtime, holds, keep)
 
 
 class HostMixin:
@@ -323,9 +455,8 @@ class HostMixin:
     __slots__ = ()
 
     if TYPE_CHECKING:
-        def _active(self) -> int: ...
+        def _active(self) -> Any: ...
         def _owner_clone(self) -> "Runtime": ...
-        def keep_until_done(self, *objects: object) -> None: ...
 
     def host_alloc(self, nbytes: int) -> HostBuffer:
         """A HostBuffer of `nbytes` page-locked bytes from the runtime's
@@ -340,13 +471,20 @@ class HostMixin:
             owner.close()
             raise
         ptr = out.value or 0
+        claims = _claims.Claims(functools.partial(_free_block, ptr, owner._identity,
+                                                  weakref.ref(owner)), ptr, nbytes)
         try:
             host = _host_type(nbytes).from_address(ptr)
         except BaseException:
-            _free_block(ptr, owner)
+            claims.release()
+            owner.close()
             raise
-        host._owner, host._ptr = owner, ptr
-        host._finalizer = weakref.finalize(host, _free_block, ptr, owner)
+        exporter = _exporter(ptr, nbytes, functools.partial(_views_gone, claims, owner))
+        host._owner, host._ptr, host._claims = owner, ptr, claims
+        host._exporter, host._closed = exporter, False
+        host._finalizer = weakref.finalize(host, _host_gone, exporter, claims, owner)
+        _claims.track_host(claims)
+        _handles.free_at_exit(host)
         return host
 
     def host_register(self, obj: object) -> HostRegistration:
@@ -389,29 +527,27 @@ class HostMixin:
             event.close()
             raise
         api = _capi.api()
-        handle = self._active()
         if download:
-            st = api.tf_download_async(handle, address, export.address, export.nbytes)
+            st = api.tf_download_async(self._active(), address, export.address, export.nbytes)
         else:
-            st = api.tf_upload_async(handle, export.address, address, export.nbytes)
+            st = api.tf_upload_async(self._active(), export.address, address, export.nbytes)
         error = _capi.error(st) if st else None
         if foreign is not None:
             foreign.done(rt, queued=error is None)
         if error is not None:
             export.release()
             event.close()
-            raise error
-        keep = (export, device)
+            try:
+                raise error
+            finally:
+                error = None      # no frame -> exception cycle
         try:
             event.record(rt)
         except errors.TenferroError:
             event.close()
-            try:
-                self.keep_until_done(*keep)
-            except errors.TenferroError:
-                _leaked.append(keep)
+            _hold_copy(rt, export, device)
             raise
-        return Completion(event, keep)
+        return Completion(event, (export, device))
 
     def host_stats(self) -> HostPoolStats:
         """HostPoolStats of this runtime (tf_host_stats)."""

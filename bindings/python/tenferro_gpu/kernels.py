@@ -61,12 +61,11 @@ class Program(Owned):
         """Another Program on the same image and log, with its own reference
         (tf_program_retain, new in 1.1: MissingFunctionError on a 1.0
         library).  Raises ValueError once closed."""
-        h = self.handle
-        _capi.check(_capi.api().tf_program_retain(h))
+        _capi.check(_capi.api().tf_program_retain(self._ref()))
         try:
-            return Program(h)
+            return Program(self._handle)
         except BaseException:
-            _program_release()(h)
+            _program_release()(self._handle)
             raise
 
     __copy__ = clone
@@ -76,16 +75,27 @@ class Program(Owned):
         """The compiled image (PTX text with its NUL byte, or a CUBIN) as
         bytes; give it (or the Program) to Runtime.load_module."""
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
-        _capi.check(_capi.api().tf_program_image(self.handle, ctypes.byref(data),
-                                                 ctypes.byref(size)))
-        return ctypes.string_at(data.value or 0, size.value)
+        ref = self._ref()        # held while the image is copied
+        try:
+            st = _capi.api().tf_program_image(ref, ctypes.byref(data), ctypes.byref(size))
+            image = ctypes.string_at(data.value or 0, size.value) if st == 0 else b""
+        finally:
+            del ref
+        _capi.check(st)
+        return image
 
     @property
     def log(self) -> str:
         """NVRTC's log ("" when it wrote none)."""
         out = ctypes.c_char_p()
-        _capi.check(_capi.api().tf_program_log(self.handle, ctypes.byref(out)))
-        return (out.value or b"").decode("utf-8", "replace")
+        ref = self._ref()        # held while the log is copied
+        try:
+            st = _capi.api().tf_program_log(ref, ctypes.byref(out))
+            text = (out.value or b"") if st == 0 else b""
+        finally:
+            del ref
+        _capi.check(st)
+        return text.decode("utf-8", "replace")
 
 
 class Module(Owned):
@@ -102,7 +112,7 @@ class Module(Owned):
         extern "C" kernel).  Raises CudaError (CUDA_ERROR_NOT_FOUND) when
         the image has no such kernel."""
         out = ctypes.c_void_p()
-        _capi.check(_capi.api().tf_module_function(self.handle, name.encode(),
+        _capi.check(_capi.api().tf_module_function(self._ref(), name.encode(),
                                                    ctypes.byref(out)))
         return Kernel(self, name, out.value or 0)
 
@@ -122,9 +132,9 @@ class Kernel(Owned):
     _function: int
 
     def __init__(self, module: Module, name: str, function: int) -> None:
-        _capi.check(_capi.api().tf_module_retain(module.handle))
+        _capi.check(_capi.api().tf_module_retain(module._ref()))
         self.name, self._function = name, function
-        self._own(module.handle, _release_kernel_module)
+        self._own(module._handle, _release_kernel_module)
 
     @property
     def function(self) -> int:
@@ -135,9 +145,10 @@ class Kernel(Owned):
     def set_attribute(self, attribute: int, value: int) -> None:
         """cuFuncSetAttribute (tf_function_set_attribute): e.g. attribute 8,
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES."""
-        _capi.check(_capi.api().tf_function_set_attribute(
-            self.handle, self._function, _capi.int32(attribute, "attribute"),
-            _capi.int32(value, "value")))
+        attribute = _capi.int32(attribute, "attribute")
+        value = _capi.int32(value, "value")
+        _capi.check(_capi.api().tf_function_set_attribute(self._ref(), self._function,
+                                                          attribute, value))
 
     def __repr__(self) -> str:
         return f"<tenferro_gpu.Kernel {self.name!r}{' (closed)' if self.closed else ''}>"
@@ -206,10 +217,15 @@ class KernelsMixin:
         out = ctypes.c_void_p()
         st = api.tf_program_compile(self._active(), text, ctypes.byref(opts), ctypes.byref(out))
         if st == errors.Status.COMPILE:
-            failure = errors.error_from_info(st, _capi.last_error_info())
+            failure: Optional[errors.TenferroError] = errors.error_from_info(
+                st, _capi.last_error_info(st))
             with Program(out.value or 0) as program:
                 setattr(failure, "log", program.log)
-            raise failure
+            assert failure is not None
+            try:
+                raise failure
+            finally:
+                failure = None      # no frame -> exception cycle
         _capi.check(st)
         return Program(out.value or 0)
 
@@ -240,13 +256,15 @@ class KernelsMixin:
         config.shared_memory_bytes = _capi.uint32(shared_memory_bytes, "shared_memory_bytes")
         borrowed: List[_foreign.Foreign] = []
         rt: Any = self
+        kref = kernel._ref()      # the module stays loaded for the call
         try:
             values = [_argument(rt, a, borrowed) for a in args]
             pointers = (ctypes.c_void_p * max(len(values), 1))(
                 *[ctypes.addressof(v) for v in values])
-            _capi.check(api.tf_kernel_launch(self._active(), kernel.function,
+            _capi.check(api.tf_kernel_launch(self._active(), kernel._function,
                                              ctypes.byref(config),
                                              pointers if values else None))
         finally:
+            del kref
             for foreign in borrowed:
                 foreign.done(rt, queued=True)

@@ -20,7 +20,7 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
-from . import _capi, _dtypes, _foreign
+from . import _capi, _dtypes, _foreign, _holds, errors
 from ._current import current_streams as _current_streams
 from ._buffers import borrow
 from .buffer import DeviceBuffer
@@ -111,9 +111,9 @@ class TransfersMixin:
     if TYPE_CHECKING:
         _identity: int
         _bound: bool
-        _hc: Optional[ctypes.c_void_p]
+        _hc: Any
 
-        def _active(self) -> int: ...
+        def _active(self) -> Any: ...
         def _target(self) -> "Runtime": ...
         def retire(self, release: Any, /, *args: Any) -> None: ...
 
@@ -162,26 +162,40 @@ class TransfersMixin:
         later work on this slot sees the data."""
         with borrow(src, writable=False) as (host, n):
             address, foreign = _address(self._self(), dst, offset, n, "dst", True)
-            try:
-                _capi.check(_capi.api().tf_upload(self._active(), host, address, n))
-            finally:
-                if foreign is not None:
-                    foreign.done(self._self(), queued=True)
+            st = _capi.api().tf_upload(self._active(), host, address, n)
+            self._after_copy(st, src, host, n, foreign, queued=True)
 
     def download(self, src: Any, dst: Any, *, offset: int = 0) -> Any:
         """Fill all of writable host buffer `dst` from device memory `src`
         (a DeviceBuffer, an address, or another library's array) at byte
         `offset`, after the work queued on this slot (tf_download).  Returns
         `dst`.  After a failure `dst` may be partly written (see
-        tf_download)."""
+        tf_download), and until the device has passed the copy the binding
+        keeps `dst` (exported; a HostBuffer is not given back to the pool)."""
         with borrow(dst, writable=True) as (host, n):
             address, foreign = _address(self._self(), src, offset, n, "src", False)
-            try:
-                _capi.check(_capi.api().tf_download(self._active(), address, host, n))
-            finally:
-                if foreign is not None:
-                    foreign.done(self._self(), queued=False)
+            st = _capi.api().tf_download(self._active(), address, host, n)
+            self._after_copy(st, dst, host, n, foreign, queued=False)
         return dst
+
+    def _after_copy(self, st: int, obj: object, host: int, n: int,
+                    foreign: Optional[_foreign.Foreign], queued: bool) -> None:
+        """After tf_upload / tf_download: raise its failure (read first:
+        what follows may call the library), keeping the host memory while a
+        failed copy may still use it (_holds.py); finish the other
+        library's array."""
+        error = _capi.error(st) if st else None
+        rt = self._self()
+        if error is not None and st != errors.Status.INVALID_ARGUMENT and n:
+            _holds.keep_host(rt, host, n, obj)
+            queued = True
+        if foreign is not None:
+            foreign.done(rt, queued=queued)
+        if error is not None:
+            try:
+                raise error
+            finally:
+                error = None      # no frame -> exception cycle
 
     def download_scalar(self, src: Any, format: str = "d", *, offset: int = 0) -> Any:
         """Read one small value at `src` + byte `offset` after the work
@@ -208,14 +222,14 @@ class TransfersMixin:
             streams = _current_streams.get()
             if streams is not None:
                 rt = streams.get(self._identity, self)
-        h = rt._hc
-        if h is None:
+        if rt._hc is None:
             if foreign is not None:
                 foreign.done(self._self(), queued=False)
             rt._closed_error()      # type: ignore[attr-defined]
+        # The Ref goes to the call inline: NOTE calls hold their handle.
         sp = _capi.speedups
         if sp is not None:
-            raw = sp.download_scalar(rt._handle, address, layout.size)   # type: ignore[attr-defined]
+            raw = sp.download_scalar(rt._hc, address, layout.size)
             st = raw if type(raw) is int else 0
         else:
             try:
@@ -224,16 +238,21 @@ class TransfersMixin:
                 raw = _local.scalar = _ScalarOut()
             if caddress is None:
                 caddress = ctypes.c_uint64(address)
-            st = _capi.fast.download_scalar(h, caddress, raw, layout.csize)
+            st = _capi.fast.download_scalar(rt._hc, caddress, raw, layout.csize)
         if foreign is not None:
             # The error record first: releasing the other library's tensor
             # may call this library (and replace the thread's record).
-            error = _capi.error(st) if st else None
+            error = _capi.error(st) if st and st != _capi.CLOSED else None
             foreign.done(self._self(), queued=False)
-            if error is not None:
-                raise error
+            if st and error is None:
+                rt._fail(st)        # type: ignore[attr-defined]
+            elif error is not None:
+                try:
+                    raise error
+                finally:
+                    error = None    # no frame -> exception cycle
         elif st:
-            _capi.fail(st)
+            rt._fail(st)            # type: ignore[attr-defined]
         values = layout.unpack(raw)
         return values[0] if layout.single else values
 
@@ -276,7 +295,7 @@ class TransfersMixin:
             if peer is None:
                 _capi.check(_capi.api().tf_copy(self._active(), s, d, n))
             else:
-                _capi.check(_capi.api().tf_peer_copy(self._active(), s, peer.handle, d, n))
+                _capi.check(_capi.api().tf_peer_copy(self._active(), s, peer._ref(), d, n))
         finally:
             _finish(rt, True, s_span, d_span)
 
@@ -285,7 +304,7 @@ class TransfersMixin:
         directly (NVLink or PCIe peer to peer); always True on one device."""
         out = ctypes.c_int32()
         _capi.check(_capi.api().tf_peer_copy_available(
-            self._active(), dst_runtime.handle, ctypes.byref(out)))
+            self._active(), dst_runtime._ref(), ctypes.byref(out)))
         return bool(out.value)
 
     def peer_copy(self, src: Any, dst_runtime: "Runtime", dst: Any,

@@ -7,10 +7,9 @@ from __future__ import annotations
 import ctypes
 import enum
 import threading
-import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional, Tuple, Type, TypeVar
 
-from . import _callbacks, _capi
+from . import _callbacks, _capi, _handles, _runtimes
 from ._current import current_streams
 from .devices import DeviceProperties, _query
 from .host import HostMixin
@@ -77,8 +76,11 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
     per asyncio task), else on the calling thread's own stream slot (its
     sequence number modulo the slot count).  bind_stream() gives a Stream
     that uses one fixed slot from any thread; bind_slot() a plain bound
-    handle.  Do not close() a Runtime while another thread still uses it:
-    give that thread its own clone().
+    handle.
+
+    close() while another thread is inside a call on this Runtime is safe:
+    the reference is released when that call returns ("NOTE calls hold
+    their handle" in _handles.py).
 
     Its methods, by the header's sections: queries and streams (here);
     cuBLAS, any library's work, events and retirement (stream_work.py);
@@ -86,14 +88,14 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
     asynchronous copies (host.py); NVRTC, modules and launches (kernels.py).
     """
 
-    __slots__ = ("_handle", "_hc", "_finalizer", "_identity", "_bound", "_ordinal",
+    __slots__ = ("_handle", "_hc", "_cell", "_identity", "_bound", "_ordinal",
                  "__weakref__")
     _kind = "Runtime"
 
     _handle: int
-    # The handle as a ready ctypes argument; None once closed.
-    _hc: Optional[ctypes.c_void_p]
-    _finalizer: weakref.finalize
+    # The Ref every call passes (_handles.py); None once closed.
+    _hc: Any
+    _cell: _handles.Cell
     _identity: int
     # A bound handle (bind_slot, Stream) always uses its own slot; other
     # handles use the current Stream of their runtime, if any.
@@ -128,18 +130,21 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
             api.tf_runtime_release(handle)
             raise
 
-    def _own(self, handle: int, *, bound: bool) -> None:
-        """Own the reference `handle` holds.  On failure nothing is owned
-        (the caller releases it)."""
+    def _own(self, handle: int, *, bound: bool,
+             release: Callable[..., int] = _runtimes.release,
+             extra: Tuple[Any, ...] = ()) -> None:
+        """Own the reference `handle` holds, released by release(handle,
+        identity, *extra).  On failure nothing is owned (the caller
+        releases it)."""
         api = _capi.api()
         identity = ctypes.c_uint64()
         _capi.check(api.tf_runtime_identity(handle, ctypes.byref(identity)))
         self._identity = identity.value
         self._handle = handle
-        self._hc = ctypes.c_void_p(handle)
         self._bound = bound
         self._ordinal = None
-        self._finalizer = weakref.finalize(self, _release_runtime, handle, weakref.ref(self))
+        ref = _handles.own(self, handle, release, identity.value, *extra)
+        _runtimes.added(identity.value, ref)
 
     @classmethod
     def _adopt(cls: Type[T], handle: int, *, bound: bool = False) -> T:
@@ -171,6 +176,14 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
     def _closed_error(self) -> NoReturn:
         raise ValueError(f"the tenferro_gpu.{self._kind} is closed")
 
+    def _fail(self, st: int) -> NoReturn:
+        """Raise for status `st` of a call given this handle's Ref; a
+        handle closed since the caller looked answers CLOSED (extension) or
+        a refused NULL (ctypes)."""
+        if st == _capi.CLOSED or (st == 1 and self._hc is None):
+            self._closed_error()
+        _capi.fail(st)
+
     @property
     def handle(self) -> int:
         """The tf_runtime * as an integer, for C code.  Borrowed: valid
@@ -188,20 +201,29 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
                 return streams.get(self._identity, self)
         return self
 
-    def _active(self) -> int:
-        """The handle (an int) this call uses; ValueError once closed."""
+    def _active(self) -> Any:
+        """The Ref of the handle this call uses, for the call to pass (and
+        hold); ValueError once closed."""
         rt = self._target()
-        if rt._hc is None:
+        ref = rt._hc
+        if ref is None:
             rt._closed_error()
-        return rt._handle
+        return ref
+
+    def _ref(self) -> Any:
+        """This handle's own Ref (no current stream), as _active()."""
+        ref = self._hc
+        if ref is None:
+            self._closed_error()
+        return ref
 
     def close(self) -> None:
-        """Release this reference (tf_runtime_release).  Idempotent.  The
-        last reference's release synchronizes the runtime's streams and
-        frees what it owns; failures there go to the log."""
-        self._hc = None
-        if self._finalizer.detach() is not None:
-            _capi.check(_capi.api().tf_runtime_release(self._handle))
+        """Release this reference (tf_runtime_release).  Idempotent.  With
+        a call in flight on another thread, the reference is released when
+        that call returns.  The last reference's release synchronizes the
+        runtime's streams and frees what it owns; failures there go to the
+        log."""
+        _handles.close(self)
 
     def __enter__(self: T) -> T:
         self.handle   # type: ignore[attr-defined]  # refuse a closed runtime here
@@ -214,9 +236,8 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
         """Another Runtime on the same runtime, with its own reference
         (tf_runtime_retain): same identity, state and slots (the same slot,
         for a bound handle)."""
-        h = self.handle
-        _capi.check(_capi.api().tf_runtime_retain(h))
-        return Runtime._adopt(h, bound=self._bound)
+        _capi.check(_capi.api().tf_runtime_retain(self._ref()))
+        return Runtime._adopt(self._handle, bound=self._bound)
 
     def _owner_clone(self) -> "Runtime":
         """The reference a buffer or event made through this handle keeps:
@@ -266,8 +287,7 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
     @property
     def device(self) -> DeviceProperties:
         """DeviceProperties of the runtime's device (no driver call)."""
-        h = self.handle
-        return _query(lambda api, out: int(api.tf_runtime_device_info(h, out)))
+        return _query(lambda api, out: int(api.tf_runtime_device_info(self._ref(), out)))
 
     @property
     def ordinal(self) -> int:
@@ -316,22 +336,22 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
                 rt = streams.get(self._identity, self)
                 if rt is not self:
                     return rt.ptr     # type: ignore[attr-defined, no-any-return]
-        h = rt._hc
-        if h is None:
+        # The Ref goes to the call inline: NOTE calls hold their handle.
+        if rt._hc is None:
             rt._closed_error()
         sp = _capi.speedups
         if sp is not None:
-            value: int = sp.stream(rt._handle)
+            value: int = sp.stream(rt._hc)
             if value < 0:
-                _capi.fail(-value)
+                rt._fail(value if value == _capi.CLOSED else -value)
             return value
         try:
             out, ref = _local.pointer
         except AttributeError:
             out, ref = _local.pointer = _new_pointer()
-        st = _capi.fast.stream(h, ref)
+        st = _capi.fast.stream(rt._hc, ref)
         if st:
-            _capi.fail(st)
+            rt._fail(st)
         return out.value or 0
 
     def slot_stream(self, slot: int) -> int:
@@ -348,18 +368,18 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
         re-raised here unchanged (the library sees the callback fail with
         code -1 first).  fn may call this library, with_context included.
         """
-        h = self._hc
-        if h is None:
+        if self._hc is None:
             self._closed_error()
         frame = _callbacks.new_frame(fn, args, kwargs)
         sp = _capi.speedups
         if sp is not None:
-            st = sp.with_context(self._handle, frame)
+            st = sp.with_context(self._hc, frame)
         else:
-            st = _capi.fast.with_context(h, _callbacks.WITH_CONTEXT, ctypes.py_object(frame))
+            st = _capi.fast.with_context(self._hc, _callbacks.WITH_CONTEXT,
+                                         ctypes.py_object(frame))
         if st:
             _callbacks.reraise(frame)
-            _capi.fail(st)
+            self._fail(st)
         return frame[3]    # type: ignore[no-any-return]  # the RESULT slot
 
     def sync(self) -> None:
@@ -372,29 +392,18 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
             streams = current_streams.get()
             if streams is not None:
                 rt = streams.get(self._identity, self)
-        h = rt._hc
-        if h is None:
+        if rt._hc is None:
             rt._closed_error()
         sp = _capi.speedups
-        st = sp.sync(rt._handle) if sp is not None else _capi.fast.sync(h)
+        st = sp.sync(rt._hc) if sp is not None else _capi.fast.sync(rt._hc)
         if st:
-            _capi.fail(st)
+            rt._fail(st)
 
     def __repr__(self) -> str:
         if self.closed:
             return f"<tenferro_gpu.{self._kind} (closed)>"
         return (f"<tenferro_gpu.{self._kind} identity={self._identity} "
                 f"device={self.device.ordinal} handle=0x{self._handle:x}>")
-
-
-def _release_runtime(handle: int, owner: "weakref.ref[Runtime]") -> int:
-    """The finalizer's release.  When it runs at interpreter exit the
-    Runtime still exists: it is marked closed first, so a later call
-    raises instead of using a released handle."""
-    rt = owner()
-    if rt is not None:
-        rt._hc = None
-    return int(_capi.api().tf_runtime_release(handle))
 
 
 # This thread's out-parameter of stream() and a ready byref of it: one per

@@ -23,10 +23,9 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import importlib
-import weakref
 from typing import Any, Dict, Optional, Tuple
 
-from . import _capi
+from . import _capi, _handles, _runtimes
 from ._current import current_streams
 from .runtime import Runtime
 
@@ -76,23 +75,18 @@ class Stream(Runtime):
             raise
         self._slot, self._ptr, self._base = slot, None, base
         try:
-            self._own(handle, bound=True)
+            # One release drops the bound handle, then the base reference.
+            self._own(handle, bound=True, release=_release_stream, extra=(base,))
         except BaseException:
             _capi.api().tf_runtime_release(handle)
             base.close()
             raise
-        # One finalizer releases the bound handle, then the base reference.
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _release_stream, handle, base,
-                                           weakref.ref(self))
 
     def close(self) -> None:
         """Release the bound handle and its reference to the runtime.
-        Idempotent.  A `with stream:` block still open then fails its calls
-        with ValueError."""
-        self._hc = None
-        if self._finalizer.alive:
-            _capi.check(self._finalizer() or 0)
+        Idempotent; with a call in flight, when it returns.  A `with
+        stream:` block still open then fails its calls with ValueError."""
+        _handles.close(self)
 
     # ---- what it is -------------------------------------------------------
 
@@ -191,11 +185,8 @@ def current_stream(runtime: Runtime) -> Optional[Stream]:
     return None if streams is None else streams.get(runtime.identity)
 
 
-def _release_stream(handle: int, base: Runtime, owner: "weakref.ref[Stream]") -> int:
-    stream = owner()
-    if stream is not None:          # at interpreter exit: mark it closed first
-        stream._hc = None
+def _release_stream(handle: int, identity: int, base: Runtime) -> int:
     try:
-        return int(_capi.api().tf_runtime_release(handle))
+        return _runtimes.release(handle, identity)
     finally:
-        base.close()
+        base._hc = None          # the base's own release, when no call holds it

@@ -96,7 +96,7 @@ class Event(Owned):
         owner = runtime._owner_clone()
         out = ctypes.c_void_p()
         try:
-            _capi.check(_capi.api().tf_event_new(owner.handle, ctypes.byref(out)))
+            _capi.check(_capi.api().tf_event_new(owner._ref(), ctypes.byref(out)))
         except BaseException:
             owner.close()
             raise
@@ -106,7 +106,7 @@ class Event(Owned):
         """Another Event object on the same event (tf_event_retain)."""
         owner = self._runtime.clone()
         try:
-            _capi.check(_capi.api().tf_event_retain(self.handle))
+            _capi.check(_capi.api().tf_event_retain(self._ref()))
         except BaseException:
             owner.close()
             raise
@@ -117,23 +117,23 @@ class Event(Owned):
         made the event) use here: it completes when the work queued there
         before this call is done."""
         rt = runtime if runtime is not None else self._runtime
-        _capi.check(_capi.api().tf_event_record(rt._active(), self.handle))
+        _capi.check(_capi.api().tf_event_record(rt._active(), self._ref()))
 
     def wait(self, runtime: Optional["Runtime"] = None) -> None:
         """Make the slot calls on `runtime` (default: the event's runtime)
         use here wait, on the device, for the latest record."""
         rt = runtime if runtime is not None else self._runtime
-        _capi.check(_capi.api().tf_event_wait(rt._active(), self.handle))
+        _capi.check(_capi.api().tf_event_wait(rt._active(), self._ref()))
 
     def synchronize(self) -> None:
         """Block until the latest record is done."""
-        _capi.check(_capi.api().tf_event_synchronize(self.handle))
+        _capi.check(_capi.api().tf_event_synchronize(self._ref()))
 
     def query(self) -> bool:
         """Whether the latest record is done (or there was none), without
         waiting."""
         out = ctypes.c_int32()
-        _capi.check(_capi.api().tf_event_query(self.handle, ctypes.byref(out)))
+        _capi.check(_capi.api().tf_event_query(self._ref(), ctypes.byref(out)))
         return bool(out.value)
 
     def __repr__(self) -> str:
@@ -145,7 +145,7 @@ def _release_event(handle: int, runtime: "Runtime") -> int:
     try:
         return int(_capi.api().tf_event_release(handle))
     finally:
-        runtime.close()
+        runtime._hc = None       # its own release, when no call holds it
 
 
 def _keep(*objects: object) -> None:
@@ -158,7 +158,7 @@ class StreamWorkMixin:
     __slots__ = ()
 
     if TYPE_CHECKING:
-        def _active(self) -> int: ...
+        def _active(self) -> Any: ...
 
     def cublas_enqueue(self, fn: Callable[..., Any], /, *args: Any,
                        pointer_mode: int = PointerMode.HOST, **kwargs: Any) -> None:
@@ -218,9 +218,11 @@ class StreamWorkMixin:
         when it runs from the teardown.  What it raises goes to
         sys.unraisablehook.  If the library cannot retire (any error but
         InvalidArgumentError), release never runs and the error is
-        raised."""
-        st = _callbacks.retirement(_capi.api().tf_workspace_retire, (self._active(),),
-                                   _capi.RELEASE_FN, release, args)
+        raised.  Until it runs, release and args are kept, and with them
+        what they reference: a Runtime or DeviceBuffer among them keeps the
+        runtime alive until a later sync (NOTE the last reference drains in
+        _runtimes.py)."""
+        st = _callbacks.retirement(self, release, args)      # type: ignore[arg-type]
         _capi.check(st)
 
     def keep_until_done(self, *objects: object) -> None:

@@ -2,6 +2,7 @@
 """Statuses become exceptions carrying the record of the failing call, read
 on the failing thread right after the call."""
 
+import gc
 import os
 import pickle
 import subprocess
@@ -180,3 +181,122 @@ def test_a_status_newer_than_the_binding_keeps_its_number():
     assert type(e) is tg.TenferroError
     assert e.status == 42 and e.code_domain == 9
     assert "status=42" in repr(e)
+
+
+# ---- the record is the failing call's own, whatever cleanup runs before it
+# is read (NOTE one call's record in tenferro_gpu/_capi.py) -------------------
+
+def _collect_garbage_after(entry):
+    """A trace function that runs a garbage collection at the first line
+    the binding executes after the driver's `entry` was called: the worst
+    moment for a finalizer that calls the library."""
+    before = support.DOUBLE.call_count(entry)
+    state = {"collected": False}
+
+    def local(frame, event, arg):
+        if (event == "line" and not state["collected"]
+                and support.DOUBLE.call_count(entry) > before):
+            state["collected"] = True
+            gc.collect()
+        return local
+
+    def tracer(frame, event, arg):
+        return local if "tenferro_gpu" in frame.f_code.co_filename else None
+    return tracer, state
+
+
+def _garbage_whose_free_fails(rt):
+    """A buffer only a reference cycle holds, whose tf_free will fail."""
+    class Cycle:
+        pass
+    cycle = Cycle()
+    cycle.me, cycle.buf = cycle, rt.alloc(64)
+    support.DOUBLE.inject("cuMemFreeAsync", 1, support.CUDA_ERROR_UNKNOWN)
+    support.DOUBLE.inject("cuMemFree", 1, support.CUDA_ERROR_UNKNOWN)
+
+
+@pytest.mark.parametrize("call", ["sync", "download"])
+def test_a_finalizer_failing_before_the_read_leaves_the_callers_record(double, rt, call):
+    src = rt.alloc(16)
+    rt.sync()
+    gc.disable()
+    try:
+        _garbage_whose_free_fails(rt)
+        double.inject("cuStreamSynchronize", 1, support.CUDA_ERROR_UNKNOWN)
+        tracer, state = _collect_garbage_after("cuStreamSynchronize")
+        out = bytearray(16)
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(tg.CudaError) as caught:
+                rt.sync() if call == "sync" else rt.download(src, out)
+        finally:
+            sys.settrace(None)
+    finally:
+        gc.enable()
+    assert state["collected"]
+    assert double.call_count("cuMemFreeAsync") + double.call_count("cuMemFree") >= 1
+    expected = "tf_runtime_sync" if call == "sync" else "tf_download"
+    assert (caught.value.operation, caught.value.call) == (expected, "cuStreamSynchronize")
+    assert tg.last_error().operation == expected     # last_error() agrees
+
+
+def test_a_finalizer_that_fails_on_its_own_leaves_the_record_alone(double, rt):
+    with pytest.raises(tg.InvalidArgumentError) as caught:
+        rt.slot_stream(-1)
+    gc.disable()
+    try:
+        _garbage_whose_free_fails(rt)
+    finally:
+        gc.enable()
+    gc.collect()                                       # its tf_free fails
+    assert tg.last_error().message == caught.value.message
+    with pytest.raises(tg.InvalidArgumentError) as again:
+        rt.slot_stream(-2)                             # a later failure is its own
+    assert "-2" in again.value.message
+
+
+# ---- exception classes -----------------------------------------------------
+
+def test_out_of_memory_is_a_memory_error(double, rt):
+    assert issubclass(tg.OutOfMemoryError, MemoryError)
+    assert issubclass(tg.OutOfMemoryError, tg.TenferroError)
+    double.inject("cuMemAllocAsync", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    double.inject("cuMemAlloc", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    with pytest.raises(MemoryError) as caught:
+        rt.alloc(1 << 20)
+    assert type(caught.value) is tg.OutOfMemoryError
+    assert caught.value.operation == "tf_alloc"
+
+
+def _every_error_class():
+    classes = {tg.TenferroError, tg.LoadError, tg.MissingFunctionError}
+    classes.update(tg.error_class(s) for s in tg.Status if s != tg.Status.OK)
+    return sorted(classes, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _every_error_class(), ids=lambda c: c.__name__)
+def test_every_exception_class_pickles_with_every_field(cls):
+    if issubclass(cls, tg.TenferroError):
+        status = next((s for s in tg.Status if tg.error_class(s) is cls), 42)
+        e = cls(int(status), "tf_op", "cuCall", 700, int(tg.CodeDomain.CUDA), "tf_op: it failed")
+        e.log = "line 1\nline 2"            # CompileError's; any field set later
+        e.note = {"kept": True}
+    else:
+        e = cls("libtenferro_gpu.so.1 could not be loaded")
+        e.note = {"kept": True}
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is cls
+    assert back.args == e.args and str(back) == str(e)
+    assert vars(back) == vars(e)
+    if issubclass(cls, tg.TenferroError):
+        assert (back.status, back.operation, back.call, back.code, back.code_domain,
+                back.message) == (e.status, e.operation, e.call, e.code, e.code_domain,
+                                  e.message)
+
+
+def test_a_compile_error_keeps_its_log_through_pickle(rt):
+    with pytest.raises(tg.CompileError) as caught:
+        rt.compile("#error the double refuses this\nint x;\n")
+    assert caught.value.log
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert back.log == caught.value.log

@@ -86,6 +86,31 @@ def test_from_dlpack_shares_the_memory_and_keeps_it(rt, library, request):
     assert got[0, 0] == 42
 
 
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+@pytest.mark.parametrize("protocol", ["dlpack", "interface"])
+def test_a_with_block_leaves_the_memory_to_the_consumer(rt, library, protocol, request):
+    # free() at the end of the block waits for the tensor (NOTE memory is
+    # freed once): the memory is still ours, and the binding allocates
+    # other memory meanwhile.
+    mod = request.getfixturevalue(f"{library}_cuda")
+    host = _host((64, 64))
+    with rt.to_device(host) as buf:
+        if protocol == "dlpack":
+            t = mod.from_dlpack(buf)
+        else:
+            t = mod.as_tensor(buf, device="cuda") if library == "torch" else mod.asarray(buf)
+    assert buf.freed
+    others = [rt.to_device(np.full((64, 64), 9.0, np.float32)) for _ in range(8)]
+    rt.sync()
+    got = t.cpu().numpy() if library == "torch" else mod.asnumpy(t)
+    assert np.array_equal(got, host)
+    for other in others:
+        other.free()
+    del t
+    gc.collect()
+    rt.sync()
+
+
 def test_from_dlpack_makes_torchs_stream_wait_for_the_slot(rt, torch_cuda):
     torch = torch_cuda
     stream = rt.bind_stream()

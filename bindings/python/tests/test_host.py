@@ -50,11 +50,13 @@ def test_pool_stats_follow_alloc_free_and_trim(rt):
     assert s.bytes_in_use == before.bytes_in_use + 8192
     assert s.driver_allocations == before.driver_allocations + 1
     host.close()
+    del host         # without counted views (ctypes before 3.12), the end of the object
     s = rt.host_stats()
     assert s.blocks_in_use == before.blocks_in_use and s.blocks_cached >= 1
     again = rt.host_alloc(8000)                                # reused
     assert rt.host_stats().driver_allocations == s.driver_allocations
     again.close()
+    del again
     rt.host_trim()
     s = rt.host_stats()
     assert s.blocks_cached == 0 and s.bytes_cached == 0
@@ -67,8 +69,7 @@ def test_garbage_collection_frees_the_block_after_its_views(rt):
     in_use = rt.host_stats().blocks_in_use
     del host
     gc.collect()
-    assert ref() is not None                                  # the view holds it
-    assert rt.host_stats().blocks_in_use == in_use
+    assert rt.host_stats().blocks_in_use == in_use            # the view holds the block
     del view
     gc.collect()
     assert ref() is None
@@ -82,6 +83,7 @@ def test_a_block_keeps_its_runtime_alive(double):
     assert double.primary_refcount(0) == 1
     host[0] = 7
     host.close()
+    del host         # without counted views (ctypes before 3.12), the end of the object
     assert double.primary_refcount(0) == 0
 
 

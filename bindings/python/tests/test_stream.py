@@ -19,6 +19,8 @@ import pytest
 import tenferro_gpu as tg
 import support
 
+PACKAGE_ROOT = os.path.join(support.REPO, "bindings", "python")
+
 DATA = bytes(range(1, 17))
 
 
@@ -256,20 +258,32 @@ def test_support_foreign_library_sees_the_double_lag(double, rt8):
 
 
 def test_objects_released_at_exit_while_still_referenced_refuse_use():
-    # At interpreter exit weakref finalizers run while the objects still
-    # exist: each is marked closed first, so a late call raises rather than
-    # using a released handle or freed memory.
-    rt = tg.Runtime(0)
-    stream = rt.bind_stream(0)
-    buf = rt.alloc(8)
-    view = buf[2:]
-    buf._alloc.finalizer()
-    stream._finalizer()
-    rt._finalizer()
-    with pytest.raises(ValueError, match="freed"):
-        view.ptr
-    with pytest.raises(ValueError, match="Stream is closed"):
-        stream.sync()
-    with pytest.raises(ValueError, match="Runtime is closed"):
-        rt.stream()
-    assert rt.closed and stream.closed and buf.freed
+    # At interpreter exit the objects still exist when the binding releases
+    # them: each is marked closed first, so a late call (an atexit hook
+    # registered before the binding's) raises rather than using a released
+    # handle or freed memory.
+    code = """if True:
+        import atexit, sys
+        def late():
+            checks = [("view.ptr", "freed", lambda: view.ptr),
+                      ("stream.sync()", "Stream is closed", stream.sync),
+                      ("rt.stream()", "Runtime is closed", rt.stream)]
+            for what, words, call in checks:
+                try:
+                    call()
+                    print(what, "worked")
+                except ValueError as e:
+                    print(what, "refused" if words in str(e) else e)
+            print(rt.closed and stream.closed and buf.freed)
+        atexit.register(late)
+        import tenferro_gpu as tg
+        rt = tg.Runtime(0)
+        stream = rt.bind_stream(0)
+        buf = rt.alloc(8)
+        view = buf[2:]
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:4] == [
+        "view.ptr refused", "stream.sync() refused", "rt.stream() refused", "True"], done.stdout

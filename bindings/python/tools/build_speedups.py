@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """Builds the optional C extension tenferro_gpu/_speedups (make
-python-speedups) in place, for the interpreter running this script.
+python-speedups) in place, for the interpreter running this script, from
+every C file of the folder that holds SOURCE (its headers are inputs too):
+
+    build_speedups.py SOURCE PACKAGE
 
 Without that interpreter's headers (Python.h) or a C compiler it builds
 nothing, removes a stale extension of the same interpreter, and says that
@@ -18,6 +21,9 @@ import sysconfig
 
 
 def main(source: str, package: str) -> int:
+    folder = os.path.dirname(os.path.abspath(source))
+    sources = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".c"))
+    inputs = sources + [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".h")]
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = os.path.join(package, "_speedups" + suffix)
@@ -29,10 +35,11 @@ def main(source: str, package: str) -> int:
     elif compiler is None:
         why = "no C compiler"
     if why is None:
-        if (os.path.exists(target) and os.path.getmtime(target) >= os.path.getmtime(source)):
+        newest = max(os.path.getmtime(f) for f in inputs)
+        if os.path.exists(target) and os.path.getmtime(target) >= newest:
             return 0
         cmd = [compiler, "-O2", "-fPIC", "-shared", "-Wall", "-Wextra",
-               f"-I{include}", source, "-o", target]
+               f"-I{include}", *sources, "-o", target]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode == 0:
             print(f"python-speedups: built {os.path.relpath(target)} for {version}"
