@@ -88,6 +88,7 @@ static CUresult stream_synchronize(CUstream stream)
         for (uint64_t k : blocking)
             drain_stream(k);
     }
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 
@@ -113,6 +114,7 @@ static CUresult ctx_synchronize()
     if (rc != CUDA_SUCCESS)
         return rc;
     drain_context(cur->handle);
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 
@@ -250,6 +252,7 @@ static CUresult event_synchronize(CUevent event)
         return rc;
     if (e->recorded)
         advance(e->stream_key, e->seq);
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 
