@@ -182,6 +182,38 @@ static void freed_memory_is_kept_across_syncs(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* The registry keeps a freed range's entry for the next allocation at its
+ * base and drops such entries once they outnumber the live ones: a freed
+ * address is never trusted, a reused one is known again without a driver
+ * query, through both phases. */
+static void freed_ranges_are_never_trusted(void **state) {
+    enum { N = 150 };
+    tf_runtime *rt;
+    uint64_t p[N];
+    uint32_t v = 0;
+    unsigned long queries;
+    int i, round;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    for (round = 0; round < 2; ++round) {
+        for (i = 0; i < N; ++i) p[i] = lib_alloc(rt, 4096);
+        assert_ok(tf_upload(rt, &v, p[N - 1], sizeof v));
+        queries = tfd()->tfd_calls("cuMemGetAddressRange");
+        for (i = 0; i < N; ++i) assert_ok(tf_download_scalar(rt, p[i] + 8, &v, sizeof v));
+        assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), queries);
+        for (i = 0; i < N - 1; ++i) lib_free(rt, p[i]);
+        assert_ok(tf_runtime_sync(rt));
+        for (i = 0; i < N - 1; i += 7)
+            assert_failure(tf_download_scalar(rt, p[i] + 8, &v, sizeof v),
+                           TF_ERROR_INVALID_ARGUMENT, "tf_download_scalar", "is not device memory");
+        assert_ok(tf_download_scalar(rt, p[N - 1], &v, sizeof v));
+        assert_int_equal(stats_of(rt).in_use_bytes, 4096);
+        lib_free(rt, p[N - 1]);
+    }
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* ---- options ------------------------------------------------------------------ */
 
 static void threshold_and_limit_options(void **state) {
@@ -937,6 +969,7 @@ int main(void) {
         TF_TEST(pool_is_made_once_and_shared),
         TF_TEST(default_pool_is_never_touched),
         TF_TEST(freed_memory_is_kept_across_syncs),
+        TF_TEST(freed_ranges_are_never_trusted),
         TF_TEST(threshold_and_limit_options),
         TF_TEST(bad_memory_options_are_refused),
         TF_TEST(conflicting_options_fail_at_creation),

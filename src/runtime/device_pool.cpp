@@ -108,42 +108,50 @@ CUresult DevicePool::allocate_once(const DriverApi &api, CUstream stream, size_t
     return r;
 }
 
+// The hot path (the pool exists): the driver's allocation and the
+// registry's update, nothing else (NOTE [device memory pool]).
 tf_status DevicePool::allocate(const DriverApi &api, CUstream stream, size_t bytes, uint64_t *out) {
-    bool cached = false;
-    tf_status st = this->cached(api, &cached);
-    if (st != TF_OK) return st;
-    CUmemoryPool pool = nullptr;
-    if (cached) {
-        if ((st = pool_handle(api, &pool)) != TF_OK) return st;
-    } else if (!api.cuMemAlloc) {
-        return fail_missing("cuMemAlloc");
-    }
+    CUmemoryPool pool = pool_.load(std::memory_order_acquire);
     CUdeviceptr p = 0;
-    CUresult r = allocate_once(api, stream, bytes, cached, &p);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY)
-        st = retry_after_oom(api, stream, bytes, cached, &p);
-    else
-        st = check_cuda(api, alloc_call(cached), r);
-    if (st != TF_OK) return st;
-    if ((st = register_or_free(api, stream, cached, p, bytes)) != TF_OK) return st;
+    CUresult r = pool ? api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream) : CUDA_ERROR_NOT_FOUND;
+    if (r != CUDA_SUCCESS) {
+        tf_status st = allocate_slow(api, stream, bytes, pool != nullptr, r, &p);
+        if (st != TF_OK) return st;
+    }
+    try {
+        allocations_.add(p, bytes);
+    } catch (...) {
+        give_back_unregistered(api, stream, p, bytes);
+        throw;  // to the guard: TF_ERROR_OUT_OF_MEMORY, nothing allocated
+    }
     *out = p;
     return TF_OK;
 }
 
-// Registers a new allocation (transfer/allocation_registry.h); if the
-// registry cannot grow, the allocation is given back and the std::bad_alloc
-// goes on to the guard (TF_ERROR_OUT_OF_MEMORY, nothing allocated).
-tf_status DevicePool::register_or_free(const DriverApi &api, CUstream stream, bool cached,
-                                       CUdeviceptr p, size_t bytes) {
-    try {
-        allocations_.add(p, bytes);
-    } catch (...) {
-        CUresult r = cached ? api.cuMemFreeAsync(p, stream) : api.cuMemFree(p);
-        if (!cached && r == CUDA_SUCCESS)
-            uncached_reserved_.fetch_sub(bytes, std::memory_order_relaxed);
-        throw;
+// Everything but a successful allocation from an existing pool: the first
+// allocation (the pool's creation), the uncached path, a failure.
+tf_status DevicePool::allocate_slow(const DriverApi &api, CUstream stream, size_t bytes, bool tried,
+                                    CUresult r, CUdeviceptr *p) {
+    bool cached = true;
+    if (!tried) {
+        CUmemoryPool pool = nullptr;
+        tf_status st = this->cached(api, &cached);
+        if (st == TF_OK && cached) st = pool_handle(api, &pool);
+        if (st != TF_OK) return st;
+        if (!cached && !api.cuMemAlloc) return fail_missing("cuMemAlloc");
+        r = allocate_once(api, stream, bytes, cached, p);
     }
-    return TF_OK;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return retry_after_oom(api, stream, bytes, cached, p);
+    return check_cuda(api, alloc_call(cached), r);
+}
+
+// The registry could not record a new allocation: it goes back at once.
+void DevicePool::give_back_unregistered(const DriverApi &api, CUstream stream, CUdeviceptr p,
+                                        size_t bytes) {
+    const bool cached = cached_.load(std::memory_order_relaxed) == 1;
+    CUresult r = cached ? api.cuMemFreeAsync(p, stream) : api.cuMemFree(p);
+    if (!cached && r == CUDA_SUCCESS)
+        uncached_reserved_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 // NOTE [device memory pool]: out of memory, peers return what they cache

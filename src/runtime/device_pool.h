@@ -91,8 +91,10 @@ private:
         __attribute__((cold, noinline));
     tf_status reserved_bytes(const DriverApi &api, bool cached, const MemoryCounters &c,
                              uint64_t *current, uint64_t *peak);
-    tf_status register_or_free(const DriverApi &api, CUstream stream, bool cached, CUdeviceptr p,
-                               size_t bytes);
+    tf_status allocate_slow(const DriverApi &api, CUstream stream, size_t bytes, bool tried,
+                            CUresult r, CUdeviceptr *p) __attribute__((noinline));
+    void give_back_unregistered(const DriverApi &api, CUstream stream, CUdeviceptr p, size_t bytes)
+        __attribute__((cold, noinline));
     tf_status driver_free(const DriverApi &api, CUstream stream, bool cached, uint64_t ptr,
                           size_t bytes);
 

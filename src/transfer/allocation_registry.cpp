@@ -51,18 +51,6 @@ public:
     AllLocked &operator=(const AllLocked &) = delete;
 };
 
-// Holds the exclusive lock for a scope.
-class Exclusive {
-public:
-    explicit Exclusive(pthread_rwlock_t &l) : l_(l) { pthread_rwlock_wrlock(&l_); }
-    ~Exclusive() { pthread_rwlock_unlock(&l_); }
-    Exclusive(const Exclusive &) = delete;
-    Exclusive &operator=(const Exclusive &) = delete;
-
-private:
-    pthread_rwlock_t &l_;
-};
-
 }  // namespace
 
 NodeCache::~NodeCache() {
@@ -97,13 +85,6 @@ AllocationRegistry::AllocationRegistry(int ordinal)
     : ranges_(std::less<uint64_t>(), NodeAllocator<std::pair<const uint64_t, Entry>>(&nodes_)),
       ordinal_(ordinal),
       id_(g_next_registry.fetch_add(1, std::memory_order_relaxed)) {
-    // Writers first: threads reading the statistics in a loop never starve
-    // tf_alloc and tf_free.
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&lock_, &attr);
-    pthread_rwlockattr_destroy(&attr);
     AllLocked hold;
     next_ = g_all;
     if (g_all) g_all->prev_ = this;
@@ -112,43 +93,63 @@ AllocationRegistry::AllocationRegistry(int ordinal)
 }
 
 AllocationRegistry::~AllocationRegistry() {
-    {
-        AllLocked hold;
-        if (prev_)
-            prev_->next_ = next_;
-        else if (g_all == this)
-            g_all = next_;
-        if (next_) next_->prev_ = prev_;
-        g_all_count.fetch_sub(1, std::memory_order_relaxed);
-    }
-    pthread_rwlock_destroy(&lock_);
+    AllLocked hold;
+    if (prev_)
+        prev_->next_ = next_;
+    else if (g_all == this)
+        g_all = next_;
+    if (next_) next_->prev_ = prev_;
+    g_all_count.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void AllocationRegistry::removed_locked() {
     removals_.store(removals_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-void AllocationRegistry::add(uint64_t base, size_t size) {
-    Exclusive hold(lock_);
-    // A registered range the new one overlaps was freed behind the
-    // library's back (cuMemFree on a tf_alloc address): it goes, uncounted
-    // as a free.
-    bool removed = false;
-    auto it = ranges_.lower_bound(base);
-    if (it != ranges_.begin() && inside(base, std::prev(it)->first, std::prev(it)->second.size)) {
-        counters_.in_use -= std::prev(it)->second.size;
-        ++counters_.frees;
-        ranges_.erase(std::prev(it));
-        removed = true;
-    }
-    while (it != ranges_.end() && it->first - base < size) {
+// A dead entry goes quietly; a live one was freed behind the library's back
+// (cuMemFree on a tf_alloc address): counted as freed.
+AllocationRegistry::Ranges::iterator AllocationRegistry::drop_locked(Ranges::iterator it,
+                                                                     bool *removed) {
+    if (it->second.live) {
         counters_.in_use -= it->second.size;
         ++counters_.frees;
-        it = ranges_.erase(it);
-        removed = true;
+        *removed = true;
+    } else {
+        --dead_;
+    }
+    return ranges_.erase(it);
+}
+
+void AllocationRegistry::purge_dead_locked() {
+    for (auto it = ranges_.begin(); it != ranges_.end();)
+        it = it->second.live ? std::next(it) : ranges_.erase(it);
+    dead_ = 0;
+}
+
+void AllocationRegistry::add(uint64_t base, size_t size) {
+    std::lock_guard<std::mutex> hold(mutex_);
+    bool removed = false;
+    auto it = ranges_.lower_bound(base);
+    if (it != ranges_.begin()) {
+        auto before = std::prev(it);
+        if (inside(base, before->first, before->second.size)) drop_locked(before, &removed);
+    }
+    auto reuse = ranges_.end();
+    if (it != ranges_.end() && it->first == base) reuse = it++;
+    while (it != ranges_.end() && it->first - base < size) it = drop_locked(it, &removed);
+    if (reuse == ranges_.end()) {
+        ranges_.emplace_hint(it, base, Entry{size, false, true});
+    } else {
+        if (reuse->second.live) {
+            counters_.in_use -= reuse->second.size;
+            ++counters_.frees;
+            removed = true;
+        } else {
+            --dead_;
+        }
+        reuse->second = Entry{size, false, true};
     }
     if (removed) removed_locked();
-    ranges_.emplace_hint(it, base, Entry{size, false});
     ++counters_.allocations;
     counters_.in_use += size;
     if (counters_.in_use > counters_.in_use_peak) counters_.in_use_peak = counters_.in_use;
@@ -156,30 +157,33 @@ void AllocationRegistry::add(uint64_t base, size_t size) {
 
 AllocationRegistry::Take AllocationRegistry::take(uint64_t base, bool even_if_recorded,
                                                   size_t *size) {
-    Exclusive hold(lock_);
+    std::lock_guard<std::mutex> hold(mutex_);
     auto it = ranges_.find(base);
-    if (it == ranges_.end()) return Take::unknown;
+    if (it == ranges_.end() || !it->second.live) return Take::unknown;
     if (it->second.recorded && !even_if_recorded) return Take::recorded;
     *size = it->second.size;
     counters_.in_use -= it->second.size;
     ++counters_.frees;
-    ranges_.erase(it);
+    it->second.live = false;
+    it->second.recorded = false;
     removed_locked();
+    // Bounded: never more dead entries than live ones, past a few.
+    if (++dead_ > 64 && dead_ > counters_.allocations - counters_.frees) purge_dead_locked();
     return Take::taken;
 }
 
 void AllocationRegistry::untake(size_t size) {
-    Exclusive hold(lock_);
+    std::lock_guard<std::mutex> hold(mutex_);
     counters_.in_use += size;
     --counters_.frees;
 }
 
 bool AllocationRegistry::mark_recorded(uint64_t ptr, uint64_t *base) {
-    Exclusive hold(lock_);
+    std::lock_guard<std::mutex> hold(mutex_);
     auto it = ranges_.upper_bound(ptr);
-    if (it == ranges_.begin() || !inside(ptr, std::prev(it)->first, std::prev(it)->second.size))
-        return false;
+    if (it == ranges_.begin()) return false;
     --it;
+    if (!it->second.live || !inside(ptr, it->first, it->second.size)) return false;
     it->second.recorded = true;
     *base = it->first;
     return true;
@@ -192,18 +196,20 @@ bool AllocationRegistry::find(uint64_t ptr, KnownAllocation *out) const {
         *out = KnownAllocation{last.base, last.size, last.ordinal};
         return true;
     }
-    pthread_rwlock_rdlock(&lock_);
+    std::unique_lock<std::mutex> hold(mutex_);
     // Read under the lock: a removal is wholly before this lookup (the
     // range is not found) or after it (the count differs next time).
     const uint64_t removals = removals_.load(std::memory_order_relaxed);
     bool found = false;
     auto it = ranges_.upper_bound(ptr);
-    if (it != ranges_.begin() && inside(ptr, std::prev(it)->first, std::prev(it)->second.size)) {
+    if (it != ranges_.begin()) {
         --it;
-        *out = KnownAllocation{it->first, it->second.size, ordinal_};
-        found = true;
+        if (it->second.live && inside(ptr, it->first, it->second.size)) {
+            *out = KnownAllocation{it->first, it->second.size, ordinal_};
+            found = true;
+        }
     }
-    pthread_rwlock_unlock(&lock_);
+    hold.unlock();
     if (found) last = LastFound{id_, out->base, out->size, removals, ordinal_};
     return found;
 }

@@ -12,8 +12,8 @@
 // (transfer/device_range.cpp), so not knowing a range only costs time.
 //
 // INVARIANT (counters): the counters change only together with the
-// ranges, under the exclusive lock, so a snapshot under the shared lock
-// sees them agree: in_use is the sum of the sizes registered, allocations -
+// ranges, under the registry's mutex, so a snapshot under it sees them
+// agree: in_use is the sum of the sizes registered, allocations -
 // frees the number of ranges.  in_use grows after the driver allocated and
 // shrinks before the driver is asked to free, so it never exceeds what the
 // driver holds for the pool (NOTE [memory statistics]).
@@ -21,18 +21,22 @@
 // Lookups are served first from a per-thread copy of the last range found
 // (no lock, no atomic read-modify-write), valid while it came from this
 // registry and no range has been taken out of it since (its count of
-// removals); else under the shared lock.  A range is only ever trusted
+// removals); else under the mutex (one short critical section: a tree
+// lookup; a read-write lock measured costlier for tf_alloc and tf_free,
+// whose updates are the common case).  A range is only ever trusted
 // while it is registered: a freed one is refused again, as the driver
-// would.  Nodes of the map are recycled, so a warm registry allocates
-// nothing.
+// would.  A freed range stays in the map, marked dead, until its base is
+// allocated again (a caching pool hands the same addresses out again and
+// again: the pair then costs two lookups, no insertion or removal) or dead
+// ranges outnumber live ones; nodes are recycled, so a warm registry
+// allocates nothing.
 #pragma once
-
-#include <pthread.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 
 namespace tf {
 
@@ -120,45 +124,42 @@ public:
     // devices' pools), for the message of an address of another device.
     bool find_elsewhere(uint64_t ptr, KnownAllocation *out) const;
 
-    // Runs f(counters) under the shared lock: no allocation is added or
-    // taken meanwhile.
+    // Runs f(counters) under the lock: no allocation is added or taken
+    // meanwhile.
     template <class F>
     void with_counters(F &&f) const {
-        pthread_rwlock_rdlock(&lock_);
-        try {
-            f(static_cast<const MemoryCounters &>(counters_));
-        } catch (...) {
-            pthread_rwlock_unlock(&lock_);
-            throw;
-        }
-        pthread_rwlock_unlock(&lock_);
+        std::lock_guard<std::mutex> hold(mutex_);
+        f(static_cast<const MemoryCounters &>(counters_));
     }
-    // Runs f(counters) under the exclusive lock (the rare counters: trims,
+    // Runs f(counters) under the lock, to change the rare counters (trims,
     // retries, a reset of the peak).
     template <class F>
     void update_counters(F &&f) {
-        pthread_rwlock_wrlock(&lock_);
+        std::lock_guard<std::mutex> hold(mutex_);
         f(counters_);
-        pthread_rwlock_unlock(&lock_);
     }
 
 private:
     struct Entry {
         size_t size;
         bool recorded;
+        bool live;  // false: freed, kept for its node
     };
     using Ranges = std::map<uint64_t, Entry, std::less<uint64_t>,
                             NodeAllocator<std::pair<const uint64_t, Entry>>>;
 
     void removed_locked();
+    Ranges::iterator drop_locked(Ranges::iterator it, bool *removed);
+    void purge_dead_locked();
 
-    mutable pthread_rwlock_t lock_;
+    mutable std::mutex mutex_;
     NodeCache nodes_;  // before ranges_, which gives its nodes back to it
     Ranges ranges_;    // by base; ranges never overlap
     MemoryCounters counters_;
+    size_t dead_ = 0;  // entries marked dead
     const int ordinal_;
     const uint64_t id_;  // tells registries apart in the per-thread copy
-    // Bumped under the exclusive lock by every removal: a thread's copy of
+    // Bumped under the mutex by every removal: a thread's copy of
     // a range is valid only while this is the count it was found under.
     std::atomic<uint64_t> removals_{0};
     // Every registry of the process, under a process-wide mutex.
