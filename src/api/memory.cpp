@@ -76,6 +76,10 @@ TF_API tf_status tf_memory_stats(const tf_runtime *rt, tf_memory_pool_stats *out
         tf_status st = tf::check_struct_size("out", out->struct_size, kStatsMinSize,
                                              "tf_memory_pool_stats_init");
         if (st == TF_OK) st = state.check_usable();
+        // Pool attributes need no context; the driver is asked in the
+        // primary context all the same, as every other call does.
+        tf::CallFrame frame(state);
+        if (st == TF_OK) st = frame.enter_context();
         if (st != TF_OK) return st;
         tf_memory_pool_stats s{};
         if ((st = state.device_pool().stats(state.api(), &s)) != TF_OK) return st;
@@ -87,7 +91,9 @@ TF_API tf_status tf_memory_stats(const tf_runtime *rt, tf_memory_pool_stats *out
 TF_API tf_status tf_memory_reset_peak(tf_runtime *rt) {
     static const char op[] = "tf_memory_reset_peak";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
-        return state.device_pool().reset_peak(state.api());
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context();
+        return st == TF_OK ? state.device_pool().reset_peak(state.api()) : st;
     });
 }
 
