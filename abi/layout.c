@@ -58,7 +58,7 @@ _Static_assert(offsetof(struct tf_device_properties, pci_device_id) == 308, "str
 _Static_assert(sizeof(((struct tf_device_properties *)0)->pci_device_id) == 4, "size of struct tf_device_properties.pci_device_id changed");
 
 /* struct tf_runtime_options */
-_Static_assert(sizeof(struct tf_runtime_options) == 32, "size of struct tf_runtime_options changed");
+_Static_assert(sizeof(struct tf_runtime_options) == 48, "size of struct tf_runtime_options changed");
 _Static_assert(_Alignof(struct tf_runtime_options) == 8, "alignment of struct tf_runtime_options changed");
 _Static_assert(offsetof(struct tf_runtime_options, struct_size) == 0, "struct tf_runtime_options.struct_size moved");
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->struct_size) == 4, "size of struct tf_runtime_options.struct_size changed");
@@ -74,6 +74,10 @@ _Static_assert(offsetof(struct tf_runtime_options, download_threads) == 24, "str
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->download_threads) == 4, "size of struct tf_runtime_options.download_threads changed");
 _Static_assert(offsetof(struct tf_runtime_options, download_chunk_bytes) == 28, "struct tf_runtime_options.download_chunk_bytes moved");
 _Static_assert(sizeof(((struct tf_runtime_options *)0)->download_chunk_bytes) == 4, "size of struct tf_runtime_options.download_chunk_bytes changed");
+_Static_assert(offsetof(struct tf_runtime_options, memory_release_threshold) == 32, "struct tf_runtime_options.memory_release_threshold moved");
+_Static_assert(sizeof(((struct tf_runtime_options *)0)->memory_release_threshold) == 8, "size of struct tf_runtime_options.memory_release_threshold changed");
+_Static_assert(offsetof(struct tf_runtime_options, memory_reserved_limit) == 40, "struct tf_runtime_options.memory_reserved_limit moved");
+_Static_assert(sizeof(((struct tf_runtime_options *)0)->memory_reserved_limit) == 8, "size of struct tf_runtime_options.memory_reserved_limit changed");
 
 /* struct tf_retirement_stats */
 _Static_assert(sizeof(struct tf_retirement_stats) == 56, "size of struct tf_retirement_stats changed");
@@ -152,6 +156,36 @@ _Static_assert(offsetof(struct tf_host_pool_stats, driver_allocations) == 48, "s
 _Static_assert(sizeof(((struct tf_host_pool_stats *)0)->driver_allocations) == 8, "size of struct tf_host_pool_stats.driver_allocations changed");
 _Static_assert(offsetof(struct tf_host_pool_stats, pending_frees) == 56, "struct tf_host_pool_stats.pending_frees moved");
 _Static_assert(sizeof(((struct tf_host_pool_stats *)0)->pending_frees) == 8, "size of struct tf_host_pool_stats.pending_frees changed");
+
+/* struct tf_memory_pool_stats */
+_Static_assert(sizeof(struct tf_memory_pool_stats) == 96, "size of struct tf_memory_pool_stats changed");
+_Static_assert(_Alignof(struct tf_memory_pool_stats) == 8, "alignment of struct tf_memory_pool_stats changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, struct_size) == 0, "struct tf_memory_pool_stats.struct_size moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->struct_size) == 4, "size of struct tf_memory_pool_stats.struct_size changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, cached) == 4, "struct tf_memory_pool_stats.cached moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->cached) == 4, "size of struct tf_memory_pool_stats.cached changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, reserved_bytes) == 8, "struct tf_memory_pool_stats.reserved_bytes moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->reserved_bytes) == 8, "size of struct tf_memory_pool_stats.reserved_bytes changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, reserved_peak) == 16, "struct tf_memory_pool_stats.reserved_peak moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->reserved_peak) == 8, "size of struct tf_memory_pool_stats.reserved_peak changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, in_use_bytes) == 24, "struct tf_memory_pool_stats.in_use_bytes moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->in_use_bytes) == 8, "size of struct tf_memory_pool_stats.in_use_bytes changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, in_use_peak) == 32, "struct tf_memory_pool_stats.in_use_peak moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->in_use_peak) == 8, "size of struct tf_memory_pool_stats.in_use_peak changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, allocations) == 40, "struct tf_memory_pool_stats.allocations moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->allocations) == 8, "size of struct tf_memory_pool_stats.allocations changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, frees) == 48, "struct tf_memory_pool_stats.frees moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->frees) == 8, "size of struct tf_memory_pool_stats.frees changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, oom_retries) == 56, "struct tf_memory_pool_stats.oom_retries moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->oom_retries) == 8, "size of struct tf_memory_pool_stats.oom_retries changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, oom_failures) == 64, "struct tf_memory_pool_stats.oom_failures moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->oom_failures) == 8, "size of struct tf_memory_pool_stats.oom_failures changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, trims) == 72, "struct tf_memory_pool_stats.trims moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->trims) == 8, "size of struct tf_memory_pool_stats.trims changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, release_threshold) == 80, "struct tf_memory_pool_stats.release_threshold moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->release_threshold) == 8, "size of struct tf_memory_pool_stats.release_threshold changed");
+_Static_assert(offsetof(struct tf_memory_pool_stats, reserved_limit) == 88, "struct tf_memory_pool_stats.reserved_limit moved");
+_Static_assert(sizeof(((struct tf_memory_pool_stats *)0)->reserved_limit) == 8, "size of struct tf_memory_pool_stats.reserved_limit changed");
 
 /* enum tf_status_code */
 _Static_assert(TF_OK == 0, "TF_OK was renumbered");

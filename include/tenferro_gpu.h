@@ -588,6 +588,12 @@ typedef struct tf_runtime tf_runtime;
 #define TF_MIN_DOWNLOAD_CHUNK_BYTES ((uint32_t)64 << 10)
 /** Largest tf_runtime_options::download_chunk_bytes. */
 #define TF_MAX_DOWNLOAD_CHUNK_BYTES ((uint32_t)256 << 20)
+/** Default tf_runtime_options::memory_release_threshold (0 selects it):
+ * UINT64_MAX, the device's pool keeps all unused memory. */
+#define TF_DEFAULT_MEMORY_RELEASE_THRESHOLD ((uint64_t)-1)
+/** Smallest nonzero tf_runtime_options::memory_reserved_limit: 2 MiB, the
+ * driver's granularity on current GPUs. */
+#define TF_MIN_MEMORY_RESERVED_LIMIT ((uint64_t)2 << 20)
 
 /** Options of tf_runtime_new_with_options(). */
 typedef struct tf_runtime_options {
@@ -615,6 +621,21 @@ typedef struct tf_runtime_options {
      * 4096 in TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES;
      * 0 (default) selects TF_DEFAULT_DOWNLOAD_CHUNK_BYTES. */
     uint32_t download_chunk_bytes;
+    /** Unused device memory, in bytes, the device's pool keeps when a
+     * synchronizing call (of a stream, event or context) finds it holding
+     * more; 0 (default) selects TF_DEFAULT_MEMORY_RELEASE_THRESHOLD, which
+     * keeps all until tf_memory_trim() or an out-of-memory retry; 1 keeps
+     * none.  The pool is the device's (see @ref memory): a nonzero value
+     * must equal that of the pool already made for the device.  Since 1.2. */
+    uint64_t memory_release_threshold;
+    /** Most device memory, in bytes, the device's pool may hold from the
+     * driver (reserved, counted in the driver's granularity: 2 MiB on
+     * current GPUs); an allocation that needs more is retried after the
+     * pool gives its cached memory back, then fails with
+     * TF_ERROR_OUT_OF_MEMORY.  0 (default): no limit; otherwise at least
+     * TF_MIN_MEMORY_RESERVED_LIMIT.  Needs a driver of CUDA 12.2 or later.
+     * Nonzero must equal the existing pool's, as above.  Since 1.2. */
+    uint64_t memory_reserved_limit;
 } tf_runtime_options;
 
 /**
@@ -651,10 +672,13 @@ TF_NODISCARD TF_API tf_status tf_runtime_new(int32_t ordinal, tf_runtime **out);
  * @param[in] options NULL for the defaults, or from tf_runtime_options_init();
  *                    a longer struct is accepted if its unknown tail is zero.
  * @param[out] out    the new handle, with one reference: tf_runtime_release().
- * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also an option out of range);
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also an option out of range, or
+ *         a memory option other than that of the device's pool, made by a
+ *         runtime still alive: the message names both);
  *         TF_ERROR_DEVICE_UNAVAILABLE; TF_ERROR_NO_DEVICE;
  *         TF_ERROR_DRIVER_NOT_FOUND; TF_ERROR_DRIVER_STUB;
- *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_OUT_OF_MEMORY; the device statuses.
+ *         TF_ERROR_DRIVER_TOO_OLD; TF_ERROR_OUT_OF_MEMORY; the device statuses
+ *         (TF_ERROR_NOT_SUPPORTED: memory_reserved_limit before CUDA 12.2).
  * @threadsafety Any thread; runtimes are independent (those of one device
  *         share its primary context).  Only a first use blocks.
  * @failure Nothing to undo.  A failed driver load is final.
@@ -765,7 +789,8 @@ enum tf_capability {
     TF_CAP_PEER_COPY = 5,
     /** cuBLAS can be loaded. */
     TF_CAP_CUBLAS = 6,
-    /** Stream-ordered allocation from the device's memory pool. */
+    /** Stream-ordered, cached allocation from the library's memory pool of
+     * the device (@ref memory); 0: uncached cuMemAlloc. */
     TF_CAP_STREAM_ORDERED_ALLOC = 7
 };
 
@@ -1521,17 +1546,24 @@ TF_API tf_status tf_program_release_checked(tf_program *program);
 #define TF_SCALAR_DOWNLOAD_MAX_BYTES 16
 
 /**
- * Allocate device memory, in order on the calling thread's slot: from the
- * device's memory pool where it has one (TF_CAP_STREAM_ORDERED_ALLOC: usable
- * by later work on this slot, by others after tf_runtime_sync() of it),
- * otherwise usable everywhere on return.  Aligned as cuMemAlloc, not zeroed.
+ * Allocate device memory, in order on the calling thread's slot, from the
+ * device's pool (@ref memory; TF_CAP_STREAM_ORDERED_ALLOC: usable by later
+ * work on this slot, by others after tf_runtime_sync() of it; memory the
+ * pool holds is handed out again without a round trip to the system), or
+ * uncached with cuMemAlloc where the device has no pools (usable everywhere
+ * on return).  When the pool cannot grow (device memory exhausted, or
+ * memory_reserved_limit reached), it gives its cached memory back and the
+ * allocation is tried once more.  Aligned as cuMemAlloc, not zeroed.
  * @param[in] rt       the runtime.
  * @param[in] bytes    size; 0 gives 0 without a driver call.
  * @param[out] out_ptr the address: tf_free() it.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
- *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (also: the slot
- *         captures a graph: not yet captured); the device statuses.
- * @threadsafety Any thread; only a first use blocks.
+ *         TF_ERROR_OUT_OF_MEMORY (device memory: the message states the
+ *         request, the pool's reserved and in-use bytes, its limit, the
+ *         device's free and total memory); TF_ERROR_RUNTIME_STATE (also: the
+ *         slot captures a graph: not yet captured); the device statuses.
+ * @threadsafety Any thread; only a first use blocks, and a retry, which
+ *         waits for the work queued on every slot of the device's runtimes.
  * @failure Nothing was allocated.
  * @since 1.0
  */
@@ -1540,8 +1572,10 @@ TF_NODISCARD TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *o
 /**
  * Free device memory from tf_alloc() (through any runtime of the device), in
  * order on the calling thread's slot: earlier work on this slot may still use
- * it; work on other slots must be finished.  A double free is reported only
- * if the driver notices.
+ * it; work on other slots must be finished, unless they recorded their use
+ * (tf_memory_record_use()): the free then waits for it on the device.  The
+ * pool may hand the memory out again to work ordered after the free.  A
+ * double free is reported only if the driver notices.
  * @param[in] rt  the runtime.
  * @param[in] ptr an address tf_alloc() returned; 0 is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of an allocation of
@@ -1551,7 +1585,8 @@ TF_NODISCARD TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *o
  *         is done with the memory.
  * @failure When tf_last_error_call() is "cuMemFree" or "cuMemFreeAsync" with
  *         a status other than TF_ERROR_INVALID_ARGUMENT, whether it was freed
- *         is unknown: leak it.  Otherwise nothing was freed.
+ *         is unknown: leak it (tf_memory_stats() counts it as in use).
+ *         Otherwise nothing was freed.
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
@@ -2031,6 +2066,132 @@ TF_NODISCARD TF_API tf_status tf_graph_retain(tf_graph *graph);
  * @since 1.2
  */
 TF_API tf_status tf_graph_release(tf_graph *graph);
+
+/** @} */
+
+/* ==== Device memory pool =================================================== */
+
+/**
+ * @defgroup memory Device memory pool
+ *
+ * tf_alloc() takes device memory from a memory pool the library owns, one
+ * per device, made at the device's first allocation and shared by every
+ * runtime of that device in the process; the device's default pool, which
+ * belongs to every library in the process, is never used or changed.  Freed
+ * memory stays in the pool and is handed out again, until tf_memory_trim(),
+ * an out-of-memory retry, or a synchronizing call that finds more unused
+ * than tf_runtime_options::memory_release_threshold gives it back.
+ *
+ * The pool has the memory options of the runtime that made it, for as long
+ * as any runtime of the device lives: a later runtime whose options set
+ * other values fails at creation.  Its counters are the device's, shared
+ * by its runtimes.  The last runtime of the device destroys it; memory
+ * still allocated then stays valid until freed (docs/teardown.md).  A
+ * device or driver without memory pools allocates with cuMemAlloc,
+ * uncached.  See docs/memory.md.
+ * @{
+ */
+
+/**
+ * Counters of a device's memory pool, shared by its runtimes.  Every
+ * snapshot satisfies in_use_bytes <= reserved_bytes <= reserved_peak,
+ * in_use_bytes <= in_use_peak, and allocations - frees == the number of
+ * live tf_alloc() allocations, whose sizes add up to in_use_bytes.
+ */
+typedef struct tf_memory_pool_stats {
+    uint32_t struct_size;       /**< in: set by tf_memory_pool_stats_init */
+    uint32_t cached;            /**< out: 1 from the library's pool, 0 uncached (cuMemAlloc) */
+    uint64_t reserved_bytes;    /**< out: device memory the pool holds (uncached: in use) */
+    uint64_t reserved_peak;     /**< out: most reserved since the last reset */
+    uint64_t in_use_bytes;      /**< out: live allocations, in bytes asked for */
+    uint64_t in_use_peak;       /**< out: most in use since the last reset */
+    uint64_t allocations;       /**< out: tf_alloc() calls that allocated */
+    uint64_t frees;             /**< out: tf_free() calls that freed one of them */
+    uint64_t oom_retries;       /**< out: allocations retried after a give-back */
+    uint64_t oom_failures;      /**< out: retries that failed (TF_ERROR_OUT_OF_MEMORY) */
+    uint64_t trims;             /**< out: give-backs: tf_memory_trim() and retries */
+    uint64_t release_threshold; /**< out: the pool's memory_release_threshold */
+    uint64_t reserved_limit;    /**< out: the pool's memory_reserved_limit, 0 none */
+} tf_memory_pool_stats;
+
+/**
+ * Zero @p stats and set its struct_size.
+ * @param[out] stats the struct; NULL is ignored.
+ * @param[in] struct_size sizeof(tf_memory_pool_stats) as the caller was
+ *         compiled; exactly that many bytes are written.  Below 4 or above
+ *         TF_MAX_STRUCT_SIZE, nothing is written.
+ * @threadsafety Any thread; touches only @p stats.
+ * @since 1.2
+ */
+TF_API void tf_memory_pool_stats_init(tf_memory_pool_stats *stats, size_t struct_size);
+
+/**
+ * A consistent snapshot of the counters of the pool of @p rt's device.
+ * The peaks count from the pool's creation or the last
+ * tf_memory_reset_peak().
+ * @param[in] rt      any runtime of the device.
+ * @param[in,out] out from tf_memory_pool_stats_init(); nothing past its
+ *                    struct_size is written.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, a struct_size that does
+ *         not reach past in_use_bytes or is above TF_MAX_STRUCT_SIZE);
+ *         TF_ERROR_INVALID_HANDLE; the device statuses.
+ * @threadsafety Any thread; waits only for tf_alloc() and tf_free() calls
+ *         of the device in progress, never for the device.
+ * @failure @p out is untouched.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_memory_stats(const tf_runtime *rt, tf_memory_pool_stats *out);
+
+/**
+ * Restart the peaks of the device's pool (reserved_peak, in_use_peak of
+ * tf_memory_stats()) at the current values.
+ * @param[in] rt any runtime of the device.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
+ *         device statuses.
+ * @threadsafety Any thread; as tf_memory_stats().
+ * @failure The peaks may be unchanged.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_memory_reset_peak(tf_runtime *rt);
+
+/**
+ * Give the unused memory of the device's pool back to the driver until the
+ * pool holds at most @p keep_bytes (cuMemPoolTrimTo), after waiting for the
+ * work queued on every slot of the device's runtimes so that their frees
+ * count; like torch.cuda.empty_cache().  Memory in use stays.  Uncached, or
+ * before the pool's first allocation, there is nothing to give back.
+ * @param[in] rt         any runtime of the device.
+ * @param[in] keep_bytes unused bytes the pool may keep; 0 gives back all.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
+ *         device statuses.
+ * @threadsafety Any thread; blocks until the device has finished the work
+ *         queued on every slot of every runtime of the device.
+ * @failure Nothing to undo: memory given back before the failure stays so.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_memory_trim(tf_runtime *rt, uint64_t keep_bytes);
+
+/**
+ * Note that the calling thread's slot uses the tf_alloc() allocation that
+ * holds @p ptr: call it after queueing work on it there (a kernel, a copy,
+ * a cuBLAS call).  A later tf_free() of it from another slot, of any
+ * runtime of the device, is then ordered after the work this slot queued
+ * before that free, so the pool never hands the memory out under it (as
+ * PyTorch's Tensor.record_stream()).  Unrecorded, such work must be
+ * finished before the free (tf_free()).  Uncached, tf_free() waits for the
+ * device anyway and this call only checks @p ptr.
+ * @param[in] rt  the runtime whose calling slot uses the memory.
+ * @param[in] ptr an address inside a live tf_alloc() allocation of the
+ *                runtime's device.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not inside a live tf_alloc()
+ *         allocation of the device); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_OUT_OF_MEMORY; the device statuses.
+ * @threadsafety Any thread, also inside enqueue callbacks; only a first use
+ *         blocks.
+ * @failure No use was recorded.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_memory_record_use(tf_runtime *rt, uint64_t ptr);
 
 /** @} */
 

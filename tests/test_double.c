@@ -688,6 +688,111 @@ static void test_host_and_async_memory(void **state) {
     CU(D.cuStreamDestroy(s));
 }
 
+/* ---- memory pools ---------------------------------------------------------- */
+
+static CUmemoryPool make_pool(int dev, size_t max_size) {
+    CUmemPoolProps props;
+    CUmemoryPool pool = NULL;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    props.maxSize = max_size;
+    CU(D.cuMemPoolCreate(&pool, &props));
+    return pool;
+}
+
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
+    cuuint64_t v = 0;
+    CU(D.cuMemPoolGetAttribute(pool, attr, &v));
+    return v;
+}
+
+/* The default pool releases at every synchronizing call (threshold 0); a
+ * pool with a high threshold keeps freed blocks and hands the same address
+ * out again; a block freed on a stream is reusable there before the free
+ * ran, elsewhere only after. */
+static void test_memory_pools(void **state) {
+    CUstream s = NULL, t = NULL;
+    CUdeviceptr a = 0, b = 0, c = 0;
+    CUmemoryPool pool, def = NULL;
+    cuuint64_t keep = UINT64_MAX;
+    size_t free_b = 0, total_b = 0;
+    struct tfd_mem_pool_info info;
+    (void)state;
+    NEED_DOUBLE();
+    use_primary(0);
+    CU(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU(D.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    CU(D.cuDeviceGetDefaultMemPool(&def, 0));
+    assert_ptr_equal(def, T->tfd_default_mem_pool(0));
+    CU(D.cuCtxSynchronize()); /* what earlier tests freed goes back */
+    assert_int_equal(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+    CU(D.cuMemAllocAsync(&a, 1000, s));
+    assert_int_equal(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 1024);
+    CU(D.cuMemFreeAsync(a, s));
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+    assert_int_equal(D.cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+
+    pool = make_pool(0, 0);
+    assert_int_equal(T->tfd_live(TFD_MEM_POOLS), 1);
+    CU(D.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CU(D.cuMemAllocFromPoolAsync(&a, 4096, pool, s));
+    CU(D.cuMemFreeAsync(a, s));
+    CU(D.cuMemAllocFromPoolAsync(&b, 4096, pool, t)); /* the free has not run */
+    assert_true(b != a);
+    CU(D.cuMemAllocFromPoolAsync(&c, 4000, pool, s)); /* stream order: a's block */
+    assert_true(c == a);
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(T->tfd_live(TFD_DEVICE_ALLOCS), 2);
+    CU(D.cuMemFreeAsync(b, t));
+    CU(D.cuMemFreeAsync(c, s));
+    CU(D.cuCtxSynchronize());
+    assert_int_equal(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 8192); /* kept */
+    assert_int_equal(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+    CU(D.cuMemsetD8Async(b, 1, 4096, t)); /* freed, but still mapped: no fault */
+    CU(D.cuStreamSynchronize(t));
+    CU(D.cuMemAllocFromPoolAsync(&a, 4096, pool, t)); /* both blocks free now */
+    assert_true(a == b || a == c);
+    CU(D.cuMemGetInfo(&free_b, &total_b));
+    assert_int_equal(total_b - free_b, 8192);
+    CU(D.cuMemPoolTrimTo(pool, 0)); /* a's block is in use */
+    assert_int_equal(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4096);
+    assert_int_equal(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 8192);
+    keep = 0;
+    CU(D.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &keep));
+    assert_int_equal(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 4096);
+    keep = 1;
+    assert_int_equal(D.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &keep),
+                     CUDA_ERROR_INVALID_VALUE);
+    /* Destroyed with an allocation outstanding: it goes with the free. */
+    CU(D.cuMemPoolDestroy(pool));
+    assert_int_equal(T->tfd_mem_pool_info(pool, &info), 0);
+    assert_int_equal(info.destroyed, 1);
+    assert_int_equal(D.cuMemAllocFromPoolAsync(&b, 64, pool, s), CUDA_ERROR_INVALID_VALUE);
+    CU(D.cuMemFreeAsync(a, t));
+    CU(D.cuStreamSynchronize(t));
+    assert_int_equal(T->tfd_live(TFD_MEM_POOLS), 0);
+    assert_int_equal(T->tfd_mem_pool_info(pool, &info), -1);
+
+    /* maxSize and the device's memory bound the reservations. */
+    pool = make_pool(0, 8192);
+    CU(D.cuMemAllocFromPoolAsync(&a, 8192, pool, s));
+    assert_int_equal(D.cuMemAllocFromPoolAsync(&b, 1, pool, s), CUDA_ERROR_OUT_OF_MEMORY);
+    CU(D.cuMemFreeAsync(a, s));
+    CU(D.cuMemAllocFromPoolAsync(&b, 1, pool, s)); /* a's block, wasteful but in order */
+    CU(D.cuMemFreeAsync(b, s));
+    T->tfd_set_total_mem(0, 4096);
+    CU(D.cuStreamSynchronize(s));
+    CU(D.cuMemPoolTrimTo(pool, 0));
+    assert_int_equal(D.cuMemAllocFromPoolAsync(&a, 8192, pool, s), CUDA_ERROR_OUT_OF_MEMORY);
+    CU(D.cuMemPoolDestroy(pool));
+    assert_int_equal(T->tfd_live(TFD_MEM_POOLS), 0);
+    CU(D.cuStreamDestroy(s));
+    CU(D.cuStreamDestroy(t));
+}
+
 static void test_peer(void **state) {
     (void)state;
     NEED_DOUBLE();
@@ -1781,6 +1886,7 @@ int main(void) {
         TEST(test_memory_layout),
         TEST(test_memory_copies),
         TEST(test_host_and_async_memory),
+        TEST(test_memory_pools),
         TEST(test_peer),
         TEST(test_event_pending),
         TEST(test_sticky_poison),

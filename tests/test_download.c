@@ -722,10 +722,10 @@ static void own_allocations_need_no_address_query(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
-/* A runtime's teardown forgets what was allocated through it: its primary
- * context, and the allocations in it, may go with it.  Another runtime of
- * the device that keeps the context alive still reaches the memory, through
- * the driver. */
+/* tf_alloc memory is the device pool's, known to every runtime of the
+ * device while one lives; the last runtime's teardown forgets it with the
+ * pool (its primary context, and the allocations in it, may go then).  A
+ * later runtime reaches memory still allocated, through the driver. */
 static void teardown_forgets_the_runtimes_allocations(void **state) {
     tf_runtime *kept, *gone;
     uint64_t d;
@@ -740,14 +740,22 @@ static void teardown_forgets_the_runtimes_allocations(void **state) {
     assert_ok(tf_runtime_sync(gone));
     before = tfd()->tfd_calls("cuMemGetAddressRange");
     assert_ok(tf_download_scalar(kept, d, &got, 4)); /* any runtime of the device */
-    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before);
     assert_ok(tf_runtime_release(gone));
+    got = 0;
+    assert_ok(tf_download_scalar(kept, d, &got, 4));
+    assert_int_equal(got, v);
+    assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before);
+    /* The last runtime goes, the context stays (held here). */
+    raw_retain_primary(0);
+    assert_ok(tf_runtime_release(kept));
+    kept = new_runtime();
     got = 0;
     assert_ok(tf_download_scalar(kept, d, &got, 4));
     assert_int_equal(got, v);
     assert_int_equal(tfd()->tfd_calls("cuMemGetAddressRange"), before + 1);
     lib_free(kept, d);
     assert_ok(tf_runtime_release(kept));
+    raw_release_primary(0);
 }
 
 static void pointer_attribute_failure(void **state) {

@@ -429,6 +429,15 @@ static void other_slots_are_not_affected(void **state) {
     assert_ok(tf_host_alloc(s1, 4096, &block));
     assert_ok(tf_host_free(s1, block));
     assert_ok(tf_workspace_retire(s1, NULL, noop_release, NULL));
+    /* The device pool's trim and out-of-memory retry wait for every slot of
+     * the device: for the capturing one, for its work queued before the
+     * capture, never on its stream. */
+    assert_ok(tf_memory_trim(s1, 0));
+    if (tfd()) {
+        INJECT("cuMemAllocFromPoolAsync", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+        assert_ok(tf_alloc(s1, 64, &p));
+        assert_ok(tf_free(s1, p));
+    }
     g = end_capture(s0);
     assert_ok(tf_graph_launch(s1, g)); /* any slot of the runtime */
     assert_ok(tf_download_scalar(s1, d, &word, 4));

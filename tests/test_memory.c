@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Device memory and the copies that need no staging: tf_alloc / tf_free
- * (stream-ordered from the device's pool, plain cuMemAlloc without pools),
- * tf_upload, tf_copy, tf_peer_copy_available / tf_peer_copy. */
+ * (stream-ordered from the library's pool of the device, plain cuMemAlloc
+ * without pools), tf_upload, tf_copy, tf_peer_copy_available /
+ * tf_peer_copy.  The pool itself: test_memory_pool.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +36,8 @@ static void alloc_is_stream_ordered_where_pools_exist(void **state) {
     assert_true(p != 0);
     assert_null(raw_current_context());
     if (tfd()) {
-        assert_int_equal(logged("cuMemAllocAsync"), 1);
-        assert_int_equal(logged("cuMemAlloc"), 0);
+        assert_int_equal(logged("cuMemAllocFromPoolAsync"), 1);
+        assert_int_equal(logged("cuMemAllocAsync") + logged("cuMemAlloc"), 0);
         assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS) - before, 1);
     }
     assert_ok(tf_free(rt, p));
@@ -47,6 +48,31 @@ static void alloc_is_stream_ordered_where_pools_exist(void **state) {
         assert_ok(tf_runtime_sync(rt));
         assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS), before);
     }
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* Memory freed before a synchronization is handed out again after it, at
+ * the same address, from the library's pool: the device's default pool
+ * (release threshold 0, memory mapped again after every sync) is never
+ * used.  Only 1.0 calls, so the test also runs against 1.1's library. */
+static void memory_is_kept_in_the_librarys_pool_across_syncs(void **state) {
+    tf_runtime *rt;
+    uint64_t p, q;
+    struct tfd_mem_pool_info def;
+    (void)state;
+    REQUIRE_DOUBLE();
+    rt = new_runtime();
+    p = lib_alloc(rt, 1 << 20);
+    queue_memset(rt, p, 1, 1 << 20);
+    lib_free(rt, p);
+    assert_ok(tf_runtime_sync(rt));
+    q = lib_alloc(rt, 1 << 20);
+    assert_true(q == p);
+    assert_int_equal(tfd()->tfd_mem_pool_info(tfd()->tfd_default_mem_pool(0), &def), 0);
+    assert_int_equal(def.allocations, 0);
+    assert_int_equal(def.attribute_sets, 0);
+    assert_int_equal(tfd()->tfd_mem_pools(NULL, 0), 1);
+    lib_free(rt, q);
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -68,10 +94,14 @@ static void alloc_without_pools_is_plain(void **state) {
     assert_ok(tf_free(rt, p));
     assert_int_equal(logged("cuMemAlloc"), 1);
     assert_int_equal(logged("cuMemFree"), 1);
-    assert_int_equal(logged("cuMemAllocAsync") + logged("cuMemFreeAsync"), 0);
+    assert_int_equal(logged("cuMemAllocFromPoolAsync") + logged("cuMemFreeAsync"), 0);
+    assert_int_equal(logged("cuMemPoolCreate"), 0);
     p = 77;
-    INJECT("cuMemAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
-    assert_failure(tf_alloc(rt, 8, &p), TF_ERROR_OUT_OF_MEMORY, "tf_alloc", "cuMemAlloc failed");
+    /* Out of memory is tried once more, then reported with the numbers. */
+    INJECT("cuMemAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 2);
+    assert_failure(tf_alloc(rt, 8, &p), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
+                   "out of device memory for 8 bytes", "uncached (cuMemAlloc)");
+    assert_string_equal(tf_last_error_call(), "cuMemAlloc");
     assert_int_equal(p, 77);
     assert_ok(tf_alloc(rt, 8, &p));
     INJECT("cuMemFree", 1, CUDA_ERROR_UNKNOWN, 1);
@@ -145,7 +175,7 @@ static int child_without_async_entry_points(void) {
     tf_runtime *rt = NULL;
     uint64_t p = 0;
     int32_t yes = -1;
-    tfd()->tfd_hide("cuMemAllocAsync");
+    tfd()->tfd_hide("cuMemAllocFromPoolAsync");
     if (tf_runtime_new(0, &rt) != TF_OK) return 10;
     if (tf_runtime_supports(rt, TF_CAP_STREAM_ORDERED_ALLOC, &yes) != TF_OK || yes != 0) return 11;
     tfd()->tfd_log_clear();
@@ -184,9 +214,11 @@ static void alloc_failures_are_reported(void **state) {
     before = tfd()->tfd_live(TFD_DEVICE_ALLOCS);
     tfd()->tfd_set_total_mem(0, (size_t)1 << 20);
     assert_failure(tf_alloc(rt, (size_t)2 << 20, &p), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
-                   "cuMemAllocAsync failed", "CUDA_ERROR_OUT_OF_MEMORY (2)");
-    INJECT("cuMemAllocAsync", 1, CUDA_ERROR_INVALID_VALUE, 1);
-    assert_failure(tf_alloc(rt, 8, &p), TF_ERROR_CUDA, "tf_alloc", "cuMemAllocAsync failed",
+                   "out of device memory for 2.00 MiB (2097152 bytes) on device 0",
+                   "the device has 1.00 MiB free of 1.00 MiB (cuMemGetInfo)");
+    assert_int_equal(tf_last_error_code(), CUDA_ERROR_OUT_OF_MEMORY);
+    INJECT("cuMemAllocFromPoolAsync", 1, CUDA_ERROR_INVALID_VALUE, 1);
+    assert_failure(tf_alloc(rt, 8, &p), TF_ERROR_CUDA, "tf_alloc", "cuMemAllocFromPoolAsync failed",
                    "CUDA_ERROR_INVALID_VALUE (1)");
     assert_int_equal(tf_last_error_code(), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(p, 77);
@@ -555,6 +587,7 @@ static const struct child_scenario scenarios[] = {
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(alloc_is_stream_ordered_where_pools_exist),
+        TF_TEST(memory_is_kept_in_the_librarys_pool_across_syncs),
         TF_TEST(alloc_without_pools_is_plain),
         TF_TEST(pool_support_is_asked_once),
         TF_TEST(pool_query_failure),

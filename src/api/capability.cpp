@@ -3,7 +3,7 @@
 #include "api/guard.h"
 #include "driver/cublas_library.h"
 #include "driver/nvrtc_library.h"
-#include "runtime/memory_pools.h"
+#include "runtime/device_pool.h"
 
 namespace {
 

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Public device memory calls: tf_alloc, tf_free.
+// Public device memory calls: tf_alloc, tf_free and the device pool's
+// tf_memory_stats, tf_memory_reset_peak, tf_memory_trim,
+// tf_memory_record_use (runtime/device_pool.h).
+#include <cstddef>
+
 #include "api/guard.h"
 #include "driver/cuda_status.h"
 #include "runtime/call_frame.h"
+#include "runtime/device_pool.h"
 #include "runtime/graph_capture.h"
-#include "runtime/memory_pools.h"
-#include "transfer/allocation_registry.h"
 #include "transfer/device_range.h"
+#include "util/struct_io.h"
 
 namespace {
 
@@ -14,20 +18,23 @@ constexpr char kNotCaptured[] =
     "device memory is not yet allocated or freed inside a capture: allocate before "
     "tf_graph_capture_begin and free after tf_graph_capture_end";
 
-// Registers a new allocation for the address checks
-// (transfer/allocation_registry.h); if the registry cannot grow, the
-// allocation is given back and the std::bad_alloc goes on to the guard
-// (TF_ERROR_OUT_OF_MEMORY, nothing allocated).
-void register_or_free(const tf::CallFrame &frame, bool pools, CUdeviceptr p, size_t bytes) {
-    try {
-        tf::register_allocation(p, bytes, frame.state().info().ordinal,
-                                frame.state().allocation_domain());
-    } catch (...) {
-        const tf::DriverApi &api = frame.api();
-        CUresult r = pools ? api.cuMemFreeAsync(p, frame.stream()) : api.cuMemFree(p);
-        (void)r;  // nothing more to do: the caller gets the allocation failure
-        throw;
-    }
+constexpr size_t kStatsMinSize = offsetof(tf_memory_pool_stats, in_use_bytes) + sizeof(uint64_t);
+
+// tf_free of an address that starts no allocation of the device's pool: the
+// library did not make it (or its pool is gone), so the driver says whether
+// it may be freed.
+tf_status free_unknown(const tf::CallFrame &frame, uint64_t ptr) {
+    tf::RuntimeState &state = frame.state();
+    tf_status st = tf::check_device_range(state, "ptr", ptr, 0);
+    bool cached = false;
+    if (st == TF_OK) st = tf::memory_pools_supported(state, &cached);
+    if (st != TF_OK) return st;
+    const tf::DriverApi &api = state.api();
+    const char *call = cached ? "cuMemFreeAsync" : "cuMemFree";
+    if (cached ? !api.cuMemFreeAsync : !api.cuMemFree) return tf::fail_missing(call);
+    CUresult r = cached ? api.cuMemFreeAsync(ptr, frame.stream()) : api.cuMemFree(ptr);
+    if (r == CUDA_ERROR_INVALID_VALUE) return tf::fail_not_start(call, ptr, r);
+    return tf::check_cuda(api, call, r);
 }
 
 }  // namespace
@@ -45,17 +52,8 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
-        bool pools = false;
-        if (st == TF_OK) st = tf::memory_pools_supported(state, &pools);
         if (st != TF_OK) return st;
-        const tf::DriverApi &api = state.api();
-        CUdeviceptr p = 0;
-        st = pools ? TF_CU(api, cuMemAllocAsync, &p, bytes, frame.stream())
-                   : TF_CU(api, cuMemAlloc, &p, bytes);
-        if (st != TF_OK) return st;
-        register_or_free(frame, pools, p, bytes);
-        *out_ptr = p;
-        return TF_OK;
+        return state.device_pool().allocate(state.api(), frame.stream(), bytes, out_ptr);
     });
 }
 
@@ -66,25 +64,64 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
         if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
-        if (st == TF_OK) st = tf::check_device_range(state, "ptr", ptr, 0);
-        bool pools = false;
-        if (st == TF_OK) st = tf::memory_pools_supported(state, &pools);
         if (st != TF_OK) return st;
-        // Whether ptr starts its allocation is the driver's to say: it alone
-        // knows how a pool carves its memory.
-        const tf::DriverApi &api = state.api();
-        const char *call = pools ? "cuMemFreeAsync" : "cuMemFree";
-        if (pools ? !api.cuMemFreeAsync : !api.cuMemFree) return tf::fail_missing(call);
-        // Forgotten first: from now on no check trusts the range without
-        // the driver, which refuses it once freed.
-        tf::forget_allocation(ptr);
-        CUresult r = pools ? api.cuMemFreeAsync(ptr, frame.stream()) : api.cuMemFree(ptr);
-        if (r == CUDA_ERROR_INVALID_VALUE)
-            return tf::fail(TF_ERROR_INVALID_ARGUMENT, call, TF_CODE_CUDA, r,
-                            "ptr 0x%llx is not the start of an allocation (%s answered "
-                            "CUDA_ERROR_INVALID_VALUE)",
-                            static_cast<unsigned long long>(ptr), call);
-        return tf::check_cuda(api, call, r);
+        bool handled = false;
+        st = state.device_pool().free(state.api(), state, frame.slot(), frame.stream(), ptr,
+                                      &handled);
+        return handled ? st : free_unknown(frame, ptr);
+    });
+}
+
+TF_API void tf_memory_pool_stats_init(tf_memory_pool_stats *stats, size_t struct_size) {
+    tf::init_sized(stats, struct_size, tf_memory_pool_stats{});
+}
+
+TF_API tf_status tf_memory_stats(const tf_runtime *rt, tf_memory_pool_stats *out) {
+    static const char op[] = "tf_memory_stats";
+    return tf::runtime_query(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (!out) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out is NULL");
+        tf_status st = tf::check_struct_size("out", out->struct_size, kStatsMinSize,
+                                             "tf_memory_pool_stats_init");
+        if (st == TF_OK) st = state.check_usable();
+        // Pool attributes need no context; the driver is asked in the
+        // primary context all the same, as every other call does.
+        tf::CallFrame frame(state);
+        if (st == TF_OK) st = frame.enter_context();
+        if (st != TF_OK) return st;
+        tf_memory_pool_stats s{};
+        if ((st = state.device_pool().stats(state.api(), &s)) != TF_OK) return st;
+        tf::copy_out_sized(out, s);
+        return TF_OK;
+    });
+}
+
+TF_API tf_status tf_memory_reset_peak(tf_runtime *rt) {
+    static const char op[] = "tf_memory_reset_peak";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context();
+        return st == TF_OK ? state.device_pool().reset_peak(state.api()) : st;
+    });
+}
+
+TF_API tf_status tf_memory_trim(tf_runtime *rt, uint64_t keep_bytes) {
+    static const char op[] = "tf_memory_trim";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        tf::CallFrame frame(state);
+        tf_status st = frame.enter_context();
+        if (st != TF_OK) return st;
+        return state.device_pool().trim(state.api(), keep_bytes);
+    });
+}
+
+TF_API tf_status tf_memory_record_use(tf_runtime *rt, uint64_t ptr) {
+    static const char op[] = "tf_memory_record_use";
+    return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
+        if (ptr == 0) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr is 0");
+        tf::CallFrame frame(rt);
+        tf_status st = frame.enter();
+        if (st != TF_OK) return st;
+        return state.device_pool().record_use(state, frame.slot(), ptr);
     });
 }
 

@@ -34,9 +34,18 @@ tf_status read_options(const tf_runtime_options *in, tf::RuntimeOptions *out) {
     if (opts.flags != 0)
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "flags 0x%x: no flag is defined",
                        static_cast<unsigned>(opts.flags));
+    const uint64_t limit = opts.memory_reserved_limit;
+    if (limit != 0 && limit < TF_MIN_MEMORY_RESERVED_LIMIT)
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
+                       "memory_reserved_limit %llu is below TF_MIN_MEMORY_RESERVED_LIMIT "
+                       "(%llu, the driver's granularity); 0 means no limit",
+                       static_cast<unsigned long long>(limit),
+                       static_cast<unsigned long long>(TF_MIN_MEMORY_RESERVED_LIMIT));
     out->stream_slots = opts.stream_slots;
     out->cublas_workspace_bytes = opts.cublas_workspace_bytes;
     out->retirement_capacity = opts.retirement_capacity;
+    out->memory_release_threshold = opts.memory_release_threshold;
+    out->memory_reserved_limit = limit;
     return tf::read_transfer_options(opts, out);
 }
 

@@ -8,6 +8,7 @@
 #include "driver/context_scope.h"
 #include "driver/cuda_status.h"
 #include "driver/device_discovery.h"
+#include "runtime/pool_registry.h"
 #include "util/error.h"
 
 namespace tf {
@@ -43,7 +44,31 @@ tf_status RuntimeState::create(int32_t ordinal, const RuntimeOptions &options,
     if ((st = describe_device(*api, ordinal, device, &state->info_)) != TF_OK) return st;
     state->identity_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
     state->allocation_domain_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
+    if ((st = state->join_device_pool()) != TF_OK) return st;
     *out = std::move(state);
+    return TF_OK;
+}
+
+// The device's pool (runtime/pool_registry.h), with this runtime's memory
+// options: an explicit field must agree with a pool that already exists.
+tf_status RuntimeState::join_device_pool() {
+    PoolRequest request;
+    request.explicit_threshold = options_.memory_release_threshold != 0;
+    request.explicit_limit = options_.memory_reserved_limit != 0;
+    if (request.explicit_threshold)
+        request.settings.release_threshold = options_.memory_release_threshold;
+    request.settings.reserved_limit = options_.memory_reserved_limit;
+    // maxSize (CUmemPoolProps) came with CUDA 12.2.
+    if (request.explicit_limit && api_->driver_version != 0 && api_->driver_version < 12020)
+        return TF_FAIL(TF_ERROR_NOT_SUPPORTED,
+                       "memory_reserved_limit needs a driver of CUDA 12.2 or later; this one is "
+                       "CUDA %d.%d",
+                       api_->driver_version / 1000, api_->driver_version % 1000 / 10);
+    DevicePool *pool = nullptr;
+    tf_status st = acquire_device_pool(info_.ordinal, device(), request, identity_, &pool);
+    if (st != TF_OK) return st;
+    device_pool_ = pool;  // released by the teardown from here on
+    pool->attach(this);
     return TF_OK;
 }
 

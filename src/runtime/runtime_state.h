@@ -11,6 +11,7 @@
 
 #include "driver/driver_api.h"
 #include "driver/primary_context.h"
+#include "runtime/device_pool.h"
 #include "runtime/retirement_queue.h"
 #include "runtime/stream_slot.h"
 #include "tenferro_gpu.h"
@@ -26,8 +27,10 @@ struct RuntimeOptions {
     uint32_t stream_slots = TF_DEFAULT_STREAM_SLOTS;
     uint64_t cublas_workspace_bytes = TF_DEFAULT_CUBLAS_WORKSPACE_BYTES;
     uint32_t retirement_capacity = TF_DEFAULT_RETIREMENT_CAPACITY;
-    uint32_t download_threads = 0;      // 0: the library default (transfer/transfer_options.h)
-    uint32_t download_chunk_bytes = 0;  // 0: the library default
+    uint32_t download_threads = 0;          // 0: the library default (transfer/transfer_options.h)
+    uint32_t download_chunk_bytes = 0;      // 0: the library default
+    uint64_t memory_release_threshold = 0;  // 0: the default (runtime/pool_registry.h)
+    uint64_t memory_reserved_limit = 0;     // 0: none, or the device pool's
 };
 
 class RuntimeState {
@@ -89,6 +92,10 @@ public:
     TransferState &transfers() const { return transfers_; }
     // Page-locked host memory (tf_host_alloc, tf_host_register).
     HostPool &host_pool() const { return host_pool_; }
+    // The device's memory (tf_alloc), shared with its other runtimes.
+    DevicePool &device_pool() const { return *device_pool_; }
+    // Its live allocations, for the address checks.
+    const AllocationRegistry &allocations() const { return device_pool_->allocations(); }
 
 private:
     RuntimeState(const DriverApi &api, const RuntimeOptions &options);
@@ -97,6 +104,8 @@ private:
     void teardown();
     bool synchronize_all_streams();
     void release_stream_resources();
+    tf_status join_device_pool();
+    void leave_device_pool();
 
     static constexpr int kFaultNone = 0, kFaultWriting = 1, kFaultRecorded = 2;
 
@@ -120,8 +129,9 @@ private:
     int32_t fault_code_ = 0;
     char fault_detail_[TF_ERROR_MESSAGE_CAPACITY] = {0};
 
-    mutable TransferState transfers_;  // only caches and threads: no logical state
-    mutable HostPool host_pool_;       // locks itself
+    mutable TransferState transfers_;    // only caches and threads: no logical state
+    mutable HostPool host_pool_;         // locks itself
+    DevicePool *device_pool_ = nullptr;  // a reference (runtime/pool_registry.h)
 };
 
 }  // namespace tf

@@ -9,6 +9,10 @@
 // child, or once the driver is deinitialized, the device is not touched and
 // the resources are leaked without a warning.  Page-locked host memory
 // (transfer/host_pool.h) follows the streams: freed with them, or leaked with them.
+// The runtime's reference to its device's memory pool goes last before the
+// primary context: the last runtime of the device destroys the pool
+// (runtime/pool_registry.h); its uses and its place in the pool's list of
+// runtimes go once its streams are synchronized, before they are destroyed.
 #include <cstdio>
 
 #include "driver/context_scope.h"
@@ -16,8 +20,8 @@
 #include "runtime/graph_capture.h"
 #include "runtime/runtime_state.h"
 #include "util/error.h"
+#include "runtime/pool_registry.h"
 #include "util/log.h"
-#include "transfer/allocation_registry.h"
 
 namespace tf {
 namespace {
@@ -43,11 +47,9 @@ void RuntimeState::teardown() {
     // Whatever call dropped the last handle, what teardown reports and logs
     // names tf_runtime_release.
     OperationScope operation(kOp);
-    // The primary context may go below, and the allocations in it: the
-    // address checks must no longer trust them without asking the driver.
-    forget_domain(allocation_domain_);
     if (forked()) {
-        // A forked child: the context and streams belong to the parent.
+        // A forked child: the context, streams and memory pool belong to the
+        // parent (the child's pool registry starts empty).
         primary_.abandon();
         return;
     }
@@ -64,11 +66,22 @@ void RuntimeState::teardown() {
                     current_error().message);
         } else {
             for (int i = 0; i < slot_count(); ++i) discard_capture(*this, i);
-            if (!any_stream || synchronize_all_streams()) release_stream_resources();
+            if (!any_stream || synchronize_all_streams()) {
+                if (device_pool_) device_pool_->detach(this);
+                release_stream_resources();
+            }
         }
     }
+    leave_device_pool();
     primary_.release();
     scope.leave();
+}
+
+void RuntimeState::leave_device_pool() {
+    if (!device_pool_) return;
+    device_pool_->detach(this);
+    release_device_pool(*api_, device_pool_, faulted(), context());
+    device_pool_ = nullptr;
 }
 
 bool RuntimeState::synchronize_all_streams() {

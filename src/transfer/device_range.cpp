@@ -83,7 +83,7 @@ tf_status check_device_range(const RuntimeState &owner, const char *name, uint64
                              size_t len) {
     // The library's own allocations: no driver call (transfer/allocation_registry.h).
     KnownAllocation known;
-    if (find_allocation(ptr, &known)) {
+    if (owner.allocations().find(ptr, &known) || owner.allocations().find_elsewhere(ptr, &known)) {
         if (known.ordinal != owner.info().ordinal)
             return fail_other_device(name, ptr, known.ordinal, owner.info().ordinal);
         if (len > known.size - (ptr - known.base))

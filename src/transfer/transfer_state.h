@@ -29,9 +29,6 @@ public:
     // tf_download_scalar's kernel, loaded at the first read that needs it.
     ScalarKernel scalar_kernel;
 
-    // Whether the device has memory pools and the driver cuMemAllocAsync:
-    // -1 not asked yet, else 0 or 1.
-    std::atomic<int> memory_pools{-1};
     // Devices the process sees (cuDeviceGetCount), -1 until asked.  With
     // one, no address can belong to another device.
     std::atomic<int> device_count{-1};

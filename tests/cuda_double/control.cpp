@@ -81,6 +81,7 @@ void tfd_reset(void)
         d = DeviceConfig();
     s.all_attributes.clear();
     drain_all();
+    pools_reset_counters();
     s.query_progress = 0;
     s.background_delay = std::chrono::microseconds(kDefaultBackgroundDelayUs);
     set_execution(TFD_EXEC_DEFERRED);
@@ -504,7 +505,7 @@ void *tfd_translate(uint64_t dptr, size_t bytes)
     Lock l = locked();
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes, &base);
-    return a == nullptr ? nullptr : a->host + (dptr - base);
+    return a == nullptr ? pool_block_range(dptr, bytes) : a->host + (dptr - base);
 }
 
 void tfd_lock(void)

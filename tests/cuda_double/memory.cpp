@@ -63,6 +63,7 @@ CUresult create_alloc(int device, uint64_t ctx, uint64_t bytes, CUdeviceptr *dpt
     a.mapped = mapped;
     a.device = device;
     a.ctx = ctx;
+    a.serial = s.next_alloc_serial++;
     s.device_allocs[base] = a;
     s.device_used[device] += bytes;
     if (ctx != 0)
@@ -75,8 +76,12 @@ void release_alloc(std::map<uint64_t, DeviceAlloc>::iterator it)
 {
     State &s = state();
     DeviceAlloc &a = it->second;
-    munmap(a.host, a.mapped);
-    s.device_used[a.device] -= a.size;
+    if (a.pool != 0) {
+        pool_release(a, it->first);  // the block stays the pool's
+    } else {
+        munmap(a.host, a.mapped);
+        s.device_used[a.device] -= a.size;
+    }
     if (a.ctx != 0)
         --s.live[TFD_DEVICE_ALLOCS];
     s.device_allocs.erase(it);
@@ -100,7 +105,10 @@ unsigned char *device_range(CUdeviceptr dptr, size_t bytes)
 {
     uint64_t base = 0;
     DeviceAlloc *a = find_alloc(dptr, bytes, &base);
-    return a == nullptr ? mapped_range(dptr, bytes) : a->host + (dptr - base);
+    if (a != nullptr)
+        return a->host + (dptr - base);
+    unsigned char *block = pool_block_range(dptr, bytes);
+    return block != nullptr ? block : mapped_range(dptr, bytes);
 }
 
 CUresult need_stream(CUstream stream, Context **cur, uint64_t *key)
@@ -136,8 +144,8 @@ static CUresult mem_free(CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS || dptr == 0)
         return rc;
     auto it = freeable(dptr);
-    if (it == state().device_allocs.end())
-        return CUDA_ERROR_INVALID_VALUE;
+    if (it == state().device_allocs.end() || it->second.pool != 0)
+        return CUDA_ERROR_INVALID_VALUE;  // pool memory goes with cuMemFreeAsync
     drain_device(it->second.device);
     it = freeable(dptr);  // the drain ran queued frees: look again
     if (it != state().device_allocs.end())
@@ -145,9 +153,10 @@ static CUresult mem_free(CUdeviceptr dptr)
     return need_context(nullptr);
 }
 
-// The memory exists from the call on (the double needs no pool): work the
-// stream runs after the allocation may use it, and so may, wrongly, work on
-// other streams.
+// From the device's default pool (mem_pool.cpp; release threshold 0 unless
+// someone sets it).  The memory exists from the call on: work the stream
+// runs after the allocation may use it, and so may, wrongly, work on other
+// streams.
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
 {
     Context *cur = nullptr;
@@ -161,12 +170,15 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream
         return CUDA_ERROR_NOT_SUPPORTED;
     if (dptr == nullptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return create_alloc(cur->device, cur->handle, bytes, dptr);
+    return pool_alloc(default_pool(cur->device), cur->handle, key, bytes, dptr);
 }
 
 // The memory goes when the stream runs the free: work queued before it still
-// finds it, work that runs after it faults its context.  A second free of
-// the same base is CUDA_ERROR_INVALID_VALUE.
+// finds it, work that runs after it faults its context -- unless the pool
+// handed the block out again meanwhile (to an allocation on the same stream,
+// which the free precedes), when that work finds the new allocation's
+// memory, as on a GPU.  A second free of the same base is
+// CUDA_ERROR_INVALID_VALUE.
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
     Context *cur = nullptr;
@@ -180,12 +192,15 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
     if (it == state().device_allocs.end())
         return CUDA_ERROR_INVALID_VALUE;
     it->second.free_queued = true;
+    if (it->second.pool != 0)
+        pool_free_queued(it->second, dptr, key);
+    const uint64_t serial = it->second.serial;
     Op op;
     op.what = "cuMemFreeAsync";
-    op.body = [dptr](Context &) {
+    op.body = [dptr, serial](Context &) {
         auto &m = state().device_allocs;
         auto found = m.find(dptr);
-        if (found != m.end())
+        if (found != m.end() && found->second.serial == serial)
             release_alloc(found);
         return 0;
     };

@@ -62,6 +62,7 @@ enum class Tag : uint64_t {
     cublas = 0x7,
     graph = 0x8,
     graph_exec = 0x9,
+    mem_pool = 0xa,
 };
 
 uint64_t make_handle(Tag tag);
@@ -124,9 +125,33 @@ struct DeviceAlloc {
     uint64_t size = 0;
     bool free_queued = false;       // cuMemFreeAsync queued, not run yet
     unsigned char *host = nullptr;  // backing store
-    size_t mapped = 0;              // bytes mapped for the backing store
+    size_t mapped = 0;              // bytes mapped for the backing store (0: a pool's block)
     int device = 0;
-    uint64_t ctx = 0;  // 0 for tfd_device_alloc memory (never reclaimed)
+    uint64_t ctx = 0;     // 0 for tfd_device_alloc memory (never reclaimed)
+    uint64_t pool = 0;    // the memory pool it came from (mem_pool.cpp), 0 for cuMemAlloc
+    uint64_t serial = 0;  // tells a reused block's allocations apart
+};
+
+// A memory pool (mem_pool.cpp): the device's default pool or one made with
+// cuMemPoolCreate.  Its memory is reserved in blocks, each backing one
+// allocation at a time; a freed block stays reserved until a trim, a
+// synchronizing call above the release threshold, or the pool's end.
+struct PoolBlock {
+    uint64_t capacity = 0;          // bytes reserved
+    unsigned char *host = nullptr;  // backing store (mmap of capacity bytes)
+    uint64_t owner = 0;             // serial of the allocation holding it, 0 when free
+    uint64_t freed_on = 0;          // stream key of a queued free not run yet, else 0
+};
+struct MemPool {
+    int device = 0;
+    bool is_default = false;
+    bool destroyed = false;  // cuMemPoolDestroy: goes once its last allocation is freed
+    int handle_types = 0;
+    uint64_t threshold = 0;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+    uint64_t max_size = 0;   // CUmemPoolProps::maxSize, 0: none
+    uint64_t reserved = 0, reserved_high = 0, used = 0, used_high = 0;
+    unsigned long attribute_sets = 0, allocations = 0, trims = 0;
+    std::map<uint64_t, PoolBlock> blocks;  // by base address
 };
 
 struct HostAlloc {
@@ -173,6 +198,8 @@ struct State {
     std::map<uint64_t, Module> modules;
     std::map<uint64_t, Function> functions;
     std::map<uint64_t, DeviceAlloc> device_allocs;   // keyed by base address
+    std::map<uint64_t, MemPool> pools;               // by handle (mem_pool.cpp)
+    uint64_t default_pool[kMaxDevices] = {};         // handles, made on first use
     std::map<uintptr_t, HostAlloc> host_allocs;      // keyed by host address
     std::map<uintptr_t, HostAlloc> host_registered;  // cuMemHostRegister ranges, likewise
     std::map<uint64_t, tfd_cublas_info> cublas;
@@ -195,6 +222,7 @@ struct State {
 
     uint64_t next_id = 1;
     uint64_t next_device_addr = kDeviceBase;
+    uint64_t next_alloc_serial = 1;
     uint64_t device_used[kMaxDevices] = {};  // bytes allocated per device
 };
 
@@ -308,6 +336,30 @@ CUresult need_stream(CUstream stream, Context **cur, uint64_t *key);
 CUresult create_alloc(int device, uint64_t ctx, uint64_t bytes, CUdeviceptr *dptr);
 void release_alloc(std::map<uint64_t, DeviceAlloc>::iterator it);
 
+// ---- memory pools (mem_pool.cpp, mutex held) ----------------------------
+
+// Allocates from the pool `pool` for stream `key` of context `ctx`: a free
+// block that fits (or one freed on the same stream, in stream order), else
+// a new reservation.  CUDA_ERROR_OUT_OF_MEMORY when the pool's maxSize or the
+// device's total memory would be exceeded.
+CUresult pool_alloc(uint64_t pool, uint64_t ctx, uint64_t key, uint64_t bytes, CUdeviceptr *dptr);
+// The device's default pool (made on first use).
+uint64_t default_pool(int device);
+// A cuMemFreeAsync of a pool allocation was queued on stream `key`.
+void pool_free_queued(const DeviceAlloc &a, uint64_t base, uint64_t key);
+// A pool allocation goes (its free ran, or its context went): its block is
+// free again, or released if the pool was destroyed.
+void pool_release(const DeviceAlloc &a, uint64_t base);
+// Host view of [dptr, dptr+bytes) inside a block a pool holds, whoever
+// owns it now (nullptr outside every block): pool memory stays mapped while
+// reserved, so work that runs after a free, or after the block went to
+// another allocation, reads and writes it as on a GPU.
+unsigned char *pool_block_range(uint64_t dptr, uint64_t bytes);
+// After a synchronizing call on `device`: every pool of the device gives
+// free blocks back until it holds at most its release threshold.
+void pools_after_sync(int device);
+// tfd_reset: the pools' call counters (tfd_mem_pool_info) back to 0.
+void pools_reset_counters();
 // ---- devices -----------------------------------------------------------
 
 int device_attribute(int device, int attribute);

@@ -91,6 +91,7 @@ static CUresult stream_synchronize(CUstream stream)
         for (uint64_t k : blocking)
             drain_stream(k);
     }
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 
@@ -120,6 +121,7 @@ static CUresult ctx_synchronize()
     if (rc != CUDA_SUCCESS)
         return rc;
     drain_context(cur->handle);
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 
@@ -271,6 +273,7 @@ static CUresult event_synchronize(CUevent event)
         return rc;
     if (e->recorded)
         advance(e->stream_key, e->seq);
+    pools_after_sync(cur->device);
     return need_context(nullptr);
 }
 

@@ -30,7 +30,7 @@ extern "C" {
 enum tfd_kind {
     TFD_STREAMS = 0,
     TFD_EVENTS = 1,
-    TFD_DEVICE_ALLOCS = 2, /* cuMemAlloc + cuMemAllocAsync */
+    TFD_DEVICE_ALLOCS = 2, /* cuMemAlloc, cuMemAllocAsync, cuMemAllocFromPoolAsync */
     TFD_HOST_ALLOCS = 3,   /* cuMemHostAlloc */
     TFD_MODULES = 4,
     TFD_CUBLAS_HANDLES = 5,
@@ -38,7 +38,8 @@ enum tfd_kind {
     TFD_CONTEXTS = 7,    /* non-primary contexts (tfd_create_context) */
     TFD_GRAPHS = 8,      /* CUgraph: cuStreamEndCapture */
     TFD_GRAPH_EXECS = 9, /* CUgraphExec: cuGraphInstantiateWithFlags */
-    TFD_KIND_COUNT = 10
+    TFD_MEM_POOLS = 10,  /* cuMemPoolCreate pools not yet gone (tfd_mem_pool_info) */
+    TFD_KIND_COUNT = 11
 };
 
 /* Forget every fault rule, entry delay, hidden-entry mark, call counter,
@@ -218,7 +219,8 @@ int tfd_device_read(uint64_t dptr, void *dst, size_t bytes);
  * fault raised by an earlier op) is dropped, not run; the stream still moves
  * past it.  A kernel that touches bad memory (tfd_illegal_address, or a
  * range outside the allocations its context may reach), and any op whose
- * device memory was freed before it ran, faults its context with
+ * device memory was freed before it ran (for a pool's memory: given back to
+ * the device, not merely freed into the pool), faults its context with
  * CUDA_ERROR_ILLEGAL_ADDRESS when it RUNS; the call that made it run reports
  * the fault when it is a synchronizing call of that context.
  *
@@ -279,6 +281,44 @@ unsigned long tfd_capture_nodes(void *stream);
  * tfd_set_execution(TFD_EXEC_SYNC); tfd_complete_all is tfd_drain_all. */
 void tfd_set_async_pending(int on);
 void tfd_complete_all(void);
+
+/* ---- memory pools ------------------------------------------------------
+ *
+ * Every device has a default pool (behind cuMemAllocAsync and
+ * cuDeviceGetDefaultMemPool, release threshold 0) and may have pools made
+ * with cuMemPoolCreate.  A pool reserves a block per allocation (512-byte
+ * multiples) and keeps it after the free: the next allocation that fits
+ * takes it, at the same address, once the free ran (or at once on the
+ * stream that freed it).  Freed blocks go back to the device at
+ * cuMemPoolTrimTo and, down to the release threshold, at every
+ * cuStreamSynchronize / cuEventSynchronize / cuCtxSynchronize.  maxSize and
+ * the device's total memory (tfd_set_total_mem, counted over every pool's
+ * reservations and every cuMemAlloc) bound the reservations:
+ * CUDA_ERROR_OUT_OF_MEMORY beyond.  cuMemPoolDestroy returns at once; the
+ * pool goes (tfd_live(TFD_MEM_POOLS) drops) when its last allocation is
+ * freed or its context destroyed.  cuMemGetInfo answers total and
+ * total minus what is reserved or allocated. */
+struct tfd_mem_pool_info {
+    int device;
+    int is_default;   /* a device's default pool */
+    int destroyed;    /* cuMemPoolDestroy was called; allocations outstanding */
+    int handle_types; /* CUmemPoolProps::handleTypes */
+    uint64_t release_threshold;
+    uint64_t max_size; /* CUmemPoolProps::maxSize, 0: none */
+    uint64_t reserved, reserved_high, used, used_high;
+    unsigned long attribute_sets; /* cuMemPoolSetAttribute calls that succeeded */
+    unsigned long allocations;    /* allocations it served */
+    unsigned long trims;          /* cuMemPoolTrimTo calls */
+    size_t blocks;                /* blocks reserved, free or not */
+};
+/* 0 and *out filled, or -1 for an unknown handle (a pool that went).  The
+ * call counters restart at 0 with tfd_reset. */
+int tfd_mem_pool_info(void *pool, struct tfd_mem_pool_info *out);
+/* The default pool of `device` (NULL for a bad ordinal). */
+void *tfd_default_mem_pool(int device);
+/* The cuMemPoolCreate pools not yet gone: up to `cap` handles (may be
+ * NULL); returns how many there are. */
+size_t tfd_mem_pools(void **pools, size_t cap);
 
 /* ---- cuBLAS handles ----------------------------------------------------- */
 

@@ -40,6 +40,7 @@ static PFN_cuMemAlloc_v3020 real_mem_alloc;
 static PFN_cuMemFree_v3020 real_mem_free;
 static PFN_cuMemAllocAsync_v11020 real_mem_alloc_async;
 static PFN_cuMemFreeAsync_v11020 real_mem_free_async;
+static PFN_cuMemAllocFromPoolAsync_v11020 real_mem_alloc_from_pool;
 
 static CUresult counted(CUresult r, int kind, long delta) {
     if (r == CUDA_SUCCESS) atomic_fetch_add(&g_live[kind], delta);
@@ -70,6 +71,9 @@ static CUresult w_mem_free(CUdeviceptr p) {
 static CUresult w_mem_alloc_async(CUdeviceptr *p, size_t bytes, CUstream s) {
     return counted(real_mem_alloc_async(p, bytes, s), K_DEVICE_ALLOCS, 1);
 }
+static CUresult w_mem_alloc_from_pool(CUdeviceptr *p, size_t bytes, CUmemoryPool pool, CUstream s) {
+    return counted(real_mem_alloc_from_pool(p, bytes, pool, s), K_DEVICE_ALLOCS, 1);
+}
 static CUresult w_mem_free_async(CUdeviceptr p, CUstream s) {
     return counted(real_mem_free_async(p, s), K_DEVICE_ALLOCS, p ? -1 : 0);
 }
@@ -98,6 +102,7 @@ static const struct wrap g_wraps[] = {
     WRAP("cuMemFree", real_mem_free, w_mem_free),
     WRAP("cuMemAllocAsync", real_mem_alloc_async, w_mem_alloc_async),
     WRAP("cuMemFreeAsync", real_mem_free_async, w_mem_free_async),
+    WRAP("cuMemAllocFromPoolAsync", real_mem_alloc_from_pool, w_mem_alloc_from_pool),
 };
 
 static void load_real(void) {

@@ -189,6 +189,46 @@ void transfer_small(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     ok(w, "tf_free", tf_free(h, d1));
 }
 
+// The pool's statistics agree with themselves in every snapshot.
+void check_pool_stats(World &w) {
+    tf_memory_pool_stats s;
+    tf_memory_pool_stats_init(&s, sizeof s);
+    if (!ok(w, "tf_memory_stats", tf_memory_stats(w.shared, &s))) return;
+    if (s.in_use_bytes > s.reserved_bytes || s.reserved_bytes > s.reserved_peak ||
+        s.in_use_bytes > s.in_use_peak || s.frees > s.allocations)
+        mismatch(w, "memory statistics",
+                 "in use " + std::to_string(s.in_use_bytes) + ", reserved " +
+                     std::to_string(s.reserved_bytes) + " (peak " +
+                     std::to_string(s.reserved_peak) + "), allocations " +
+                     std::to_string(s.allocations) + ", frees " + std::to_string(s.frees));
+}
+
+// Allocation churn: up to 8 allocations of 256 B .. 4 MiB, each written
+// and read back at a random offset (memory the pool hands out again must
+// hold exactly what was written), then freed in random order.
+void alloc_churn(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
+    uint64_t p[8] = {};
+    size_t n[8] = {};
+    const int k = 1 + static_cast<int>(rng.below(8));
+    for (int i = 0; i < k; ++i) {
+        n[i] = (size_t(256) << rng.below(15)) + rng.below(256);
+        if (!ok(w, "tf_alloc", tf_alloc(h, n[i], &p[i]))) continue;
+        const size_t at = rng.below(static_cast<uint32_t>(n[i] - 16));
+        fill_pattern(b.expect.data(), 16, static_cast<uint32_t>(rng.next()));
+        unsigned char got[16];
+        if (ok(w, "tf_upload", tf_upload(h, b.expect.data(), p[i] + at, 16)) &&
+            ok(w, "tf_download_scalar", tf_download_scalar(h, p[i] + at, got, 16)) &&
+            std::memcmp(got, b.expect.data(), 16) != 0)
+            mismatch(w, "verify churn", "bytes read back differ from those written");
+    }
+    for (int left = k; left > 0; --left) {
+        const int i = static_cast<int>(rng.below(static_cast<uint32_t>(left)));
+        if (p[i]) ok(w, "tf_free", tf_free(h, p[i]));
+        p[i] = p[left - 1];
+    }
+    if (rng.below(8) == 0) check_pool_stats(w);
+}
+
 void transfer_staged(World &w, WorkerBuffers &b, Rng &rng, tf_runtime *h) {
     const size_t n = kStagedAbove + 1 + rng.below(static_cast<uint32_t>(kBig - kStagedAbove - 1));
     const uint32_t seed = static_cast<uint32_t>(rng.next());
@@ -326,7 +366,7 @@ void shared_iteration(World &w, WorkerBuffers &b, Rng &rng) {
         K_SLOT_WAIT,       K_SLOT_WAIT,    K_EVENTS,         K_EVENTS,         K_KERNEL,
         K_KERNEL,          K_MODULE,       K_TRANSFER_SMALL, K_TRANSFER_SMALL, K_TRANSFER_STAGED,
         K_TRANSFER_PINNED, K_PEER,         K_RETIRE,         K_RETIRE,         K_HANDLES,
-        K_HANDLES};
+        K_HANDLES,         K_ALLOC_CHURN,  K_ALLOC_CHURN};
     const int kind = kMix[rng.below(sizeof kMix / sizeof kMix[0])];
     w.ops[kind].fetch_add(1, std::memory_order_relaxed);
     switch (kind) {
@@ -345,6 +385,7 @@ void shared_iteration(World &w, WorkerBuffers &b, Rng &rng) {
         case K_PEER: peer(w, b, rng, h); break;
         case K_RETIRE: retire(w, rng, h); break;
         case K_HANDLES: handles(w, rng, h); break;
+        case K_ALLOC_CHURN: alloc_churn(w, b, rng, h); break;
     }
     ok(w, "tf_runtime_sync", tf_runtime_sync(h));
     if (bound) ok(w, "tf_runtime_release", tf_runtime_release(bound));

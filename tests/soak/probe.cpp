@@ -82,6 +82,8 @@ Sample take_sample(World &w, double t) {
     s.threads = count_entries("/proc/self/task", [](const char *) { return true; });
     s.copy_threads = count_entries("/proc/self/task", is_copy_thread);
     s.fds = count_entries("/proc/self/fd", [](const char *) { return true; }) - 1;  // our own
+    tf_memory_pool_stats_init(&s.pool, sizeof s.pool);
+    ok(w, "tf_memory_stats", tf_memory_stats(w.shared, &s.pool));
     for (int k = 0; k < 4 && w.raw.tfcd_live; ++k) s.shim[k] = w.raw.tfcd_live(k);
     for (int k = 0; k < 8 && w.raw.tfd_live; ++k) s.dbl[k] = w.raw.tfd_live(k);
     for (int k = 0; k < K_KIND_COUNT; ++k) s.ops += w.ops[k].load();
@@ -107,6 +109,13 @@ void print_sample(const char *label, const Sample &s) {
             "  driver double (tfd_live): streams %ld, events %ld, device allocations %ld, "
             "page-locked %ld, modules %ld, cuBLAS handles %ld, NVRTC programs %ld\n",
             s.dbl[0], s.dbl[1], s.dbl[2], s.dbl[3], s.dbl[4], s.dbl[5], s.dbl[6]);
+    std::printf(
+        "  device pool: reserved %.1f MiB (peak %.1f), in use %.1f MiB (peak %.1f), "
+        "allocations %llu, frees %llu, out-of-memory retries %llu\n",
+        s.pool.reserved_bytes / 1048576.0, s.pool.reserved_peak / 1048576.0,
+        s.pool.in_use_bytes / 1048576.0, s.pool.in_use_peak / 1048576.0,
+        (unsigned long long)s.pool.allocations, (unsigned long long)s.pool.frees,
+        (unsigned long long)s.pool.oom_retries);
     std::printf(
         "  shared runtime's retirements: deferred %llu, released %llu, barrier fallbacks "
         "%llu, leaked %llu, in flight %llu (most %llu)\n",

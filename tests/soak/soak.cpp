@@ -16,7 +16,12 @@
 // must stay flat.  The verdict compares the end with the middle.
 //
 //   soak [--threads N] [--seconds D] [--warmup W] [--rss-tolerance-mib M]
-//        [--device-tolerance-mib M]
+//        [--device-tolerance-mib M] [--pool-tolerance-mib M]
+//
+// The device pool keeps freed memory, so device memory in use is judged
+// net of the pool's reserved bytes, and those are judged against the peak
+// of the memory in use: reserved may grow with a new peak of demand, by at
+// most the tolerance beyond it.
 //
 // Exit status 0 when no call failed and nothing grew beyond its tolerance;
 // 1 otherwise (also when a worker hangs); 2 when the runtime cannot be
@@ -49,6 +54,8 @@ bool parse(int argc, char **argv, Options *o) {
             o->rss_tolerance_mib = std::atof(v);
         else if (!std::strcmp(a, "--device-tolerance-mib"))
             o->device_tolerance_mib = std::atof(v);
+        else if (!std::strcmp(a, "--pool-tolerance-mib"))
+            o->pool_tolerance_mib = std::atof(v);
         else
             return false;
         ++i;
@@ -234,9 +241,20 @@ int run(World &w) {
     if (errors) v.pass = false;
     v.text = "errors " + std::to_string(errors) + "; growth middle -> end: ";
     v.mib("rss", middle.rss_kib / 1024.0, end.rss_kib / 1024.0, w.opt.rss_tolerance_mib);
+    const double mib = 1048576.0;
+    const double reserved_growth = (static_cast<double>(end.pool.reserved_bytes) -
+                                    static_cast<double>(middle.pool.reserved_bytes)) /
+                                   mib;
+    const double demand_growth =
+        (static_cast<double>(end.pool.in_use_peak) - static_cast<double>(middle.pool.in_use_peak)) /
+        mib;
+    v.mib("pool reserved beyond the peak in use", 0, reserved_growth - demand_growth,
+          w.opt.pool_tolerance_mib);
     if (middle.device_used_mib >= 0)
-        v.mib("device memory", middle.device_used_mib, end.device_used_mib,
-              w.opt.device_tolerance_mib);
+        v.mib("device memory beyond the pool", middle.device_used_mib,
+              end.device_used_mib - reserved_growth, w.opt.device_tolerance_mib);
+    v.exact("pool memory in use", static_cast<long>(middle.pool.in_use_bytes),
+            static_cast<long>(end.pool.in_use_bytes));
     v.exact("threads", middle.threads, end.threads);
     v.exact("tf-download threads", middle.copy_threads, end.copy_threads);
     v.exact("fds", middle.fds, end.fds);
@@ -267,7 +285,8 @@ int main(int argc, char **argv) {
     if (!soak::parse(argc, argv, &w.opt)) {
         std::fprintf(stderr,
                      "usage: soak [--threads N] [--seconds D] [--warmup W] "
-                     "[--rss-tolerance-mib M] [--device-tolerance-mib M]\n");
+                     "[--rss-tolerance-mib M] [--device-tolerance-mib M] "
+                     "[--pool-tolerance-mib M]\n");
         return 2;
     }
     w.shared_tally.w = &w;

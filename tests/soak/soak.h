@@ -26,6 +26,9 @@ struct Options {
     double warmup = -1;  // -1: seconds / 6, within 2 .. 60
     double rss_tolerance_mib = 8;
     double device_tolerance_mib = 4;
+    // The device pool's reserved memory may grow by this much more than
+    // the peak of what was in use (a new peak of demand is no leak).
+    double pool_tolerance_mib = 16;
     double progress_every = -1;  // -1: seconds / 10, at least 5
 };
 
@@ -35,7 +38,7 @@ struct Options {
 // counting shim, when that is in use).
 struct RawDriver {
     PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent = nullptr;
-    PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;  // absent in the driver double
+    PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
     PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
     PFN_cuMemFree_v3020 cuMemFree = nullptr;
@@ -85,6 +88,7 @@ enum Kind {
     K_RETIRE,
     K_HANDLES,
     K_OWNED_RUNTIME,
+    K_ALLOC_CHURN,
     K_KIND_COUNT
 };
 const char *kind_name(int kind);
@@ -166,6 +170,7 @@ struct Sample {
     long shim[4] = {-1, -1, -1, -1};                 // streams, events, host, device allocs
     long dbl[8] = {-1, -1, -1, -1, -1, -1, -1, -1};  // tfd_live kinds 0..7
     tf_retirement_stats retire{};
+    tf_memory_pool_stats pool{};  // the device's pool (tf_memory_stats)
 };
 Sample take_sample(World &w, double t);
 void print_sample(const char *label, const Sample &s);

@@ -105,7 +105,8 @@ const char *kind_name(int kind) {
                                                     "peer copy",
                                                     "workspace retire/poll/stats",
                                                     "retain/bind/queries",
-                                                    "short-lived runtime"};
+                                                    "short-lived runtime",
+                                                    "alloc churn (device pool)"};
     return kind >= 0 && kind < K_KIND_COUNT ? names[kind] : "?";
 }
 

@@ -50,7 +50,8 @@ extern "C" {
     X(cublas_get) X(cublas_stream) X(cublas_workspace) \
     X(enter) X(enter_ex) X(translate) X(lock) X(unlock) X(count_live) \
     X(context_status) X(stream_status) X(cublas_register) \
-    X(cublas_unregister) X(cublas_lookup)
+    X(cublas_unregister) X(cublas_lookup) \
+    X(mem_pool_info) X(default_mem_pool) X(mem_pools)
 /* clang-format on */
 
 /* tfd_<name>_fn: the function type of tfd_<name> (a distinct name, so C++

@@ -39,6 +39,7 @@ static const struct {
     {TFD_CONTEXTS, "context(s)"},
     {TFD_GRAPHS, "graph(s)"},
     {TFD_GRAPH_EXECS, "executable graph(s)"},
+    {TFD_MEM_POOLS, "memory pool(s)"},
 };
 #define TRACKED (sizeof kTracked / sizeof kTracked[0])
 
@@ -260,6 +261,23 @@ void *raw_driver_entry(const char *name, int version) {
     return fn;
 }
 
+void raw_retain_primary(int device) {
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain = NULL;
+    void *fn = raw_driver_entry("cuDevicePrimaryCtxRetain", 7000);
+    CUcontext ctx = NULL;
+    assert_non_null(fn);
+    memcpy(&retain, &fn, sizeof fn);
+    assert_int_equal(retain(&ctx, device), CUDA_SUCCESS);
+}
+
+void raw_release_primary(int device) {
+    PFN_cuDevicePrimaryCtxRelease_v11000 release = NULL;
+    void *fn = raw_driver_entry("cuDevicePrimaryCtxRelease", 11000);
+    assert_non_null(fn);
+    memcpy(&release, &fn, sizeof fn);
+    assert_int_equal(release(device), CUDA_SUCCESS);
+}
+
 void *raw_current_context(void) {
     CUcontext c = NULL;
     if (tfd()) return tfd()->tfd_current_context();
@@ -414,4 +432,25 @@ int wait_child(pid_t pid, int timeout_s) {
     kill(pid, SIGKILL); /* our own child, by its id */
     waitpid(pid, &status, 0);
     return -2;
+}
+
+int forked_child_passes(int (*check)(void *arg), void *arg) {
+    int verdict[2], status = -1;
+    char answer = 0;
+    pid_t pid;
+    if (pipe(verdict) != 0) return 0;
+    pid = fork();
+    if (pid == 0) {
+        char ok;
+        alarm(20);
+        ok = check(arg) ? 'y' : 'n';
+        if (write(verdict[1], &ok, 1) != 1) _exit(2);
+        _exit(0);
+    }
+    close(verdict[1]);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        read(verdict[0], &answer, 1) != 1)
+        answer = 0;
+    close(verdict[0]);
+    return answer == 'y';
 }

@@ -115,6 +115,11 @@ void raw_destroy_context(void *ctx);
 /* Entry point `name` of the CUDA version `version` from whichever
  * libcuda.so.1 is loaded (the double or the real driver), or NULL. */
 void *raw_driver_entry(const char *name, int version);
+/* One retain of `device`'s primary context, or its release, through the
+ * loaded driver (keeps the context, and the memory in it, alive across the
+ * release of every runtime); fails the test on error. */
+void raw_retain_primary(int device);
+void raw_release_primary(int device);
 
 /* ---- runtimes -------------------------------------------------------- */
 
@@ -152,6 +157,11 @@ int run_child(const char *name, const char *const *env);
  * searched, for this executable's libraries and for every later dlopen,
  * whatever ld.so.cache knows. */
 int run_child_with_loader(const char *name, const char *const *env, const char *library_path);
+/* fork()s (no exec): the child runs check(arg), at most 20 s, and exits;
+ * returns 1 when check returned nonzero, 0 when it returned 0 or the child
+ * died.  For what a forked child of this process may do with the
+ * parent's runtimes. */
+int forked_child_passes(int (*check)(void *arg), void *arg);
 /* As run_child, but returns at once: the child's pid, or -1 (children that
  * must run at the same time). */
 pid_t start_child(const char *name, const char *const *env);

@@ -118,6 +118,8 @@ struct tf_runtime_options
     flags::UInt32
     download_threads::UInt32
     download_chunk_bytes::UInt32
+    memory_release_threshold::UInt64
+    memory_reserved_limit::UInt64
 end
 
 struct tf_retirement_stats
@@ -142,6 +144,23 @@ struct tf_host_pool_stats
     blocks_cached::UInt64
     driver_allocations::UInt64
     pending_frees::UInt64
+end
+
+# 1.2 (its calls are bound in a later change)
+struct tf_memory_pool_stats
+    struct_size::UInt32
+    cached::UInt32
+    reserved_bytes::UInt64
+    reserved_peak::UInt64
+    in_use_bytes::UInt64
+    in_use_peak::UInt64
+    allocations::UInt64
+    frees::UInt64
+    oom_retries::UInt64
+    oom_failures::UInt64
+    trims::UInt64
+    release_threshold::UInt64
+    reserved_limit::UInt64
 end
 
 struct tf_launch_config

@@ -70,6 +70,8 @@ class RuntimeOptionsStruct(Structure):
         ("flags", c_uint32),
         ("download_threads", c_uint32),
         ("download_chunk_bytes", c_uint32),
+        ("memory_release_threshold", c_uint64),  # 1.2
+        ("memory_reserved_limit", c_uint64),     # 1.2
     ]
 
 
@@ -99,6 +101,25 @@ class HostPoolStatsStruct(Structure):
         ("blocks_cached", c_uint64),
         ("driver_allocations", c_uint64),
         ("pending_frees", c_uint64),
+    ]
+
+
+class MemoryPoolStatsStruct(Structure):
+    """struct tf_memory_pool_stats (1.2; its calls are bound in a later change)"""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("cached", c_uint32),
+        ("reserved_bytes", c_uint64),
+        ("reserved_peak", c_uint64),
+        ("in_use_bytes", c_uint64),
+        ("in_use_peak", c_uint64),
+        ("allocations", c_uint64),
+        ("frees", c_uint64),
+        ("oom_retries", c_uint64),
+        ("oom_failures", c_uint64),
+        ("trims", c_uint64),
+        ("release_threshold", c_uint64),
+        ("reserved_limit", c_uint64),
     ]
 
 

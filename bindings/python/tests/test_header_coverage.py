@@ -67,6 +67,7 @@ STRUCTS = {"tf_error_info": _capi.ErrorInfo,
            "tf_runtime_options": _capi.RuntimeOptionsStruct,
            "tf_retirement_stats": _capi.RetirementStatsStruct,
            "tf_host_pool_stats": _capi.HostPoolStatsStruct,
+           "tf_memory_pool_stats": _capi.MemoryPoolStatsStruct,
            "tf_launch_config": _capi.LaunchConfigStruct,
            "tf_compile_options": _capi.CompileOptionsStruct}
 
@@ -107,7 +108,9 @@ def test_each_init_writes_its_defaults_at_the_bindings_offsets():
     o = _capi.new_struct(_capi.RuntimeOptionsStruct, api.tf_runtime_options_init)
     assert o.struct_size == ctypes.sizeof(o)
     assert (o.stream_slots, o.cublas_workspace_bytes, o.retirement_capacity,
-            o.flags, o.download_threads, o.download_chunk_bytes) == (8, 32 << 20, 1024, 0, 0, 0)
+            o.flags, o.download_threads, o.download_chunk_bytes,
+            o.memory_release_threshold, o.memory_reserved_limit) == (8, 32 << 20, 1024, 0, 0, 0,
+                                                                     0, 0)
     c = _capi.new_struct(_capi.LaunchConfigStruct, api.tf_launch_config_init)
     assert [getattr(c, f) for f, _ in c._fields_[1:]] == [1, 1, 1, 1, 1, 1, 0]
     for struct, init in ((_capi.ErrorInfo, api.tf_error_info_init),

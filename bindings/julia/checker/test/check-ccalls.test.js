@@ -144,7 +144,7 @@ test('structs must match the header field by field', () => {
     .match(/struct tf_runtime_options\n[\s\S]*?\nend/)[0];
   assert.deepStrictEqual(problemsOf(good), []);
   rejects(good.replace('flags::UInt32', 'flags::UInt64'), 'field 5 is flags::UInt64', 'uint32_t flags');
-  rejects(good.replace('    download_chunk_bytes::UInt32\n', ''), 'has 6 fields, the header\'s 7');
+  rejects(good.replace('    memory_reserved_limit::UInt64\n', ''), 'has 8 fields, the header\'s 9');
   const swapped = problemsOf(good.replace('stream_slots::UInt32\n    cublas_workspace_bytes::UInt64',
     'cublas_workspace_bytes::UInt64\n    stream_slots::UInt32'));
   assert.strictEqual(swapped.length, 2);

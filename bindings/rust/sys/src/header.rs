@@ -125,6 +125,11 @@ pub const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES: u32 = 8 << 20;
 pub const TF_MIN_DOWNLOAD_CHUNK_BYTES: u32 = 64 << 10;
 /// Largest accepted tf_runtime_options::download_chunk_bytes.
 pub const TF_MAX_DOWNLOAD_CHUNK_BYTES: u32 = 256 << 20;
+/// Default of tf_runtime_options::memory_release_threshold (0 selects it):
+/// the device's pool keeps all unused memory (1.2).
+pub const TF_DEFAULT_MEMORY_RELEASE_THRESHOLD: u64 = 0xFFFF_FFFF_FFFF_FFFF;
+/// Smallest nonzero tf_runtime_options::memory_reserved_limit (1.2).
+pub const TF_MIN_MEMORY_RESERVED_LIMIT: u64 = 2 << 20;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -136,6 +141,10 @@ pub struct tf_runtime_options {
     pub flags: u32,
     pub download_threads: u32,
     pub download_chunk_bytes: u32,
+    /// 1.2
+    pub memory_release_threshold: u64,
+    /// 1.2
+    pub memory_reserved_limit: u64,
 }
 
 pub const TF_CAP_NATIVE_MODULES: i32 = 1;
@@ -209,6 +218,25 @@ pub struct tf_host_pool_stats {
     pub blocks_cached: u64,
     pub driver_allocations: u64,
     pub pending_frees: u64,
+}
+
+/// Counters of a device's memory pool (1.2).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tf_memory_pool_stats {
+    pub struct_size: u32,
+    pub cached: u32,
+    pub reserved_bytes: u64,
+    pub reserved_peak: u64,
+    pub in_use_bytes: u64,
+    pub in_use_peak: u64,
+    pub allocations: u64,
+    pub frees: u64,
+    pub oom_retries: u64,
+    pub oom_failures: u64,
+    pub trims: u64,
+    pub release_threshold: u64,
+    pub reserved_limit: u64,
 }
 
 /// Opaque, reference-counted loaded module.
@@ -443,4 +471,11 @@ declare_functions! {
     [1.2] fn tf_graph_launch(rt: *mut tf_runtime, graph: *mut tf_graph) -> tf_status;
     [1.2] fn tf_graph_retain(graph: *mut tf_graph) -> tf_status;
     [1.2] fn tf_graph_release(graph: *mut tf_graph) -> tf_status;
+
+    // The device memory pool (1.2: optional)
+    [1.2] fn tf_memory_pool_stats_init(stats: *mut tf_memory_pool_stats, struct_size: usize);
+    [1.2] fn tf_memory_stats(rt: *const tf_runtime, out: *mut tf_memory_pool_stats) -> tf_status;
+    [1.2] fn tf_memory_reset_peak(rt: *mut tf_runtime) -> tf_status;
+    [1.2] fn tf_memory_trim(rt: *mut tf_runtime, keep_bytes: u64) -> tf_status;
+    [1.2] fn tf_memory_record_use(rt: *mut tf_runtime, ptr: u64) -> tf_status;
 }

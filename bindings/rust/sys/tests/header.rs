@@ -91,6 +91,10 @@ fn evaluate(text: &str, defines: &BTreeMap<String, String>) -> Value {
     if let Some(s) = text.strip_prefix('"') {
         return Value::Text(s.trim_end_matches('"').to_string());
     }
+    // ((uint64_t)-1): all ones.
+    if text.replace(' ', "") == "((uint64_t)-1)" {
+        return Value::Int(u64::MAX as i128);
+    }
     let bare: String = text
         .replace("(uint32_t)", "")
         .replace("(uint64_t)", "")
@@ -199,6 +203,8 @@ fn crate_constants() -> BTreeMap<String, Value> {
         TF_DEFAULT_DOWNLOAD_CHUNK_BYTES,
         TF_MIN_DOWNLOAD_CHUNK_BYTES,
         TF_MAX_DOWNLOAD_CHUNK_BYTES,
+        TF_DEFAULT_MEMORY_RELEASE_THRESHOLD,
+        TF_MIN_MEMORY_RESERVED_LIMIT,
         TF_CAP_NATIVE_MODULES,
         TF_CAP_RUNTIME_COMPILATION,
         TF_CAP_RAW_STREAM,
@@ -335,6 +341,8 @@ fn every_struct_has_the_layout_the_c_compiler_measured() {
             flags,
             download_threads,
             download_chunk_bytes,
+            memory_release_threshold,
+            memory_reserved_limit,
         }),
         layout!(tf_retirement_stats {
             struct_size,
@@ -356,6 +364,21 @@ fn every_struct_has_the_layout_the_c_compiler_measured() {
             blocks_cached,
             driver_allocations,
             pending_frees,
+        }),
+        layout!(tf_memory_pool_stats {
+            struct_size,
+            cached,
+            reserved_bytes,
+            reserved_peak,
+            in_use_bytes,
+            in_use_peak,
+            allocations,
+            frees,
+            oom_retries,
+            oom_failures,
+            trims,
+            release_threshold,
+            reserved_limit,
         }),
         layout!(tf_launch_config {
             struct_size,
