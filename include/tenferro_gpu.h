@@ -603,9 +603,10 @@ typedef struct tf_runtime_options {
      * TF_DEFAULT_DOWNLOAD_THREADS, or the CPUs the process may run on if
      * fewer.  Started at the runtime's first such download. */
     uint32_t download_threads;
-    /** Bytes of each page-locked staging buffer of a slot (two per slot,
-     * allocated at its first download into pageable memory): a multiple of
-     * 4096 in TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES;
+    /** Bytes of each page-locked staging buffer of a slot (three per slot,
+     * allocated at its first staged transfer: tf_download() into pageable
+     * memory above 64 KiB, tf_upload() from it above 256 KiB): a multiple
+     * of 4096 in TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES;
      * 0 (default) selects TF_DEFAULT_DOWNLOAD_CHUNK_BYTES. */
     uint32_t download_chunk_bytes;
 } tf_runtime_options;
