@@ -1550,8 +1550,8 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  *         memory); TF_ERROR_RUNTIME_STATE (staged, inside an enqueue
  *         callback on this slot); the device statuses.
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
- *         earlier work and the copy are done.  Slot-exclusive when staged;
- *         a pthread_cancel() then acts after it.
+ *         earlier work and the copy are done.  Slot-exclusive when staged.
+ *         A pthread_cancel() acts after the call returns, never inside it.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
  *         @p dst may be partly written and a page-locked @p src still read:
  *         keep @p src until a later tf_runtime_sync() of the slot returns
@@ -1647,8 +1647,8 @@ TF_NODISCARD TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, v
  *         TF_ERROR_OUT_OF_MEMORY; TF_ERROR_RUNTIME_STATE (also: staged, inside
  *         an enqueue callback on this slot); the device statuses.
  * @threadsafety Any thread; blocks until the slot's earlier work and the
- *         copy are done.  Slot-exclusive when staged; a pthread_cancel() then
- *         acts after it.
+ *         copy are done.  Slot-exclusive when staged.  A pthread_cancel()
+ *         acts after the call returns, never inside it.
  * @failure After TF_ERROR_INVALID_ARGUMENT @p dst is untouched; otherwise it
  *         may be partly written, a page-locked one still by the device: keep
  *         it until a later tf_runtime_sync() of the slot returns TF_OK, or leak

@@ -5,10 +5,12 @@
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
 #include "transfer/staged_upload.h"
+#include "util/defer_cancellation.h"
 
 extern "C" {
 
 TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len) {
+    tf::DeferCancellation no_cancel;  // as tf_download
     static const char op[] = "tf_upload";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
