@@ -1553,9 +1553,12 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  *         earlier work and the copy are done.  Slot-exclusive when staged.
  *         A pthread_cancel() acts after the call returns, never inside it.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
- *         @p dst may be partly written and a page-locked @p src still read:
- *         keep @p src until a later tf_runtime_sync() of the slot returns
- *         TF_OK, or leak it.
+ *         @p dst may be partly written and a page-locked @p src may still be
+ *         read by the device: do not change @p src until a later
+ *         tf_runtime_sync() of the slot returns TF_OK.  To give it up instead,
+ *         tf_host_free() a tf_host_alloc() block or tf_host_unregister() a
+ *         tf_host_register() range, as after tf_download(); leak any other
+ *         page-locked memory.
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst,
@@ -1649,10 +1652,15 @@ TF_NODISCARD TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, v
  * @threadsafety Any thread; blocks until the slot's earlier work and the
  *         copy are done.  Slot-exclusive when staged.  A pthread_cancel()
  *         acts after the call returns, never inside it.
- * @failure After TF_ERROR_INVALID_ARGUMENT @p dst is untouched; otherwise it
- *         may be partly written, a page-locked one still by the device: keep
- *         it until a later tf_runtime_sync() of the slot returns TF_OK, or leak
- *         it.
+ * @failure After TF_ERROR_INVALID_ARGUMENT @p dst is untouched.  Otherwise
+ *         it may be partly written, and a page-locked @p dst may still be
+ *         written by the device: do not read or reuse it until a later
+ *         tf_runtime_sync() of the slot returns TF_OK.  To give it up
+ *         instead: a tf_host_alloc() block may go to tf_host_free() at once
+ *         (the call recorded the slot's use: the pool reuses the block only
+ *         once the slot's stream has passed the copy), a tf_host_register()
+ *         range to tf_host_unregister() (which waits for the stream); leak
+ *         any other page-locked memory.
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst,
@@ -1681,9 +1689,11 @@ TF_NODISCARD TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void *
 /**
  * Give a tf_host_alloc() block back to the runtime's cache.  Safe while the
  * device still uses it: the block is handed out again only once every slot
- * stream that used it (the library's asynchronous copies,
- * tf_host_record_use()) has passed this call.  Reading or writing the block
- * after this call is undefined.
+ * stream that used it (the library's asynchronous copies, a tf_download()
+ * or tf_upload() whose wait failed, tf_host_record_use()) has passed this
+ * call: an event is recorded on each such stream, or, where none can be,
+ * the stream is waited for.  Reading or writing the block after this call
+ * is undefined.
  * @param[in] rt  the runtime that allocated it.
  * @param[in] ptr the block's start; NULL is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of a live block of

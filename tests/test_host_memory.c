@@ -423,6 +423,128 @@ static void refused_driver_free_leaks_the_block(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* ---- synchronous copies that fail -------------------------------------------------
+ * tf_download and tf_upload wait for their copy; when that wait fails the
+ * copy may still be queued, so page-locked memory the pool tracks records
+ * the use as an asynchronous copy does: a freed block is not handed out
+ * again, and an unregister waits, until the slot's stream has passed it. */
+
+/* Device memory holding `n` bytes of `value`, written and waited for. */
+static uint64_t device_filled(tf_runtime *rt, size_t n, unsigned char value) {
+    unsigned char *bytes = malloc(n);
+    uint64_t d = lib_alloc(rt, n);
+    assert_non_null(bytes);
+    memset(bytes, value, n);
+    assert_ok(tf_upload(rt, bytes, d, n));
+    assert_ok(tf_runtime_sync(rt));
+    free(bytes);
+    return d;
+}
+
+static int all_bytes(const unsigned char *p, size_t n, unsigned char value) {
+    size_t i;
+    for (i = 0; i < n; ++i)
+        if (p[i] != value) return 0;
+    return 1;
+}
+
+static void failed_download_keeps_its_block_from_reuse(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 4 * KiB;
+    uint64_t d = device_filled(rt, n, 0x11);
+    unsigned char *block, *fresh;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, n);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(rt, d, block, n), TF_ERROR_CUDA, "tf_download",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block)); /* the header: safe at once */
+    assert_int_equal(stats_of(rt).pending_frees, 1);
+    fresh = host_alloc(rt, n);
+    assert_true(fresh != block);
+    memset(fresh, 0xcd, n);
+    assert_ok(tf_runtime_sync(rt)); /* the stale copy lands in the pool's block */
+    assert_true(all_bytes(fresh, n, 0xcd));
+    assert_ptr_equal(host_alloc(rt, n), block); /* the copy is past: the block comes back */
+    assert_ok(tf_host_free(rt, block));
+    assert_ok(tf_host_free(rt, fresh));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_upload_keeps_its_block_from_reuse(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 4 * KiB;
+    uint64_t d = device_filled(rt, n, 0);
+    unsigned char *block, *fresh, back[4096];
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, n);
+    memset(block, 0x22, n);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_upload(rt, block, d, n), TF_ERROR_CUDA, "tf_upload",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block));
+    fresh = host_alloc(rt, n);
+    assert_true(fresh != block);
+    memset(fresh, 0x33, n); /* the next owner's data never reaches the device */
+    assert_ok(tf_runtime_sync(rt));
+    assert_ok(tf_download(rt, d, back, n));
+    assert_true(all_bytes(back, n, 0x22));
+    assert_ok(tf_host_free(rt, fresh));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_download_into_a_range_delays_its_unregister(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 16 * KiB;
+    uint64_t d = device_filled(rt, n, 0x44);
+    unsigned char *mem = NULL;
+    void *stream = NULL;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    memset(mem, 0, n);
+    assert_ok(tf_host_register(rt, mem, n));
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(rt, d, mem + 4096, 4096), TF_ERROR_CUDA, "tf_download",
+                   "cuStreamSynchronize failed");
+    assert_true(tfd()->tfd_pending(stream) > 0);
+    assert_ok(tf_host_unregister(rt, mem)); /* waited for the copy */
+    assert_int_equal(tfd()->tfd_pending(stream), 0);
+    assert_true(all_bytes(mem + 4096, 4096, 0x44));
+    free(mem); /* nothing writes it any more */
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* tf_download_scalar never lets the device write `out`: it reads through
+ * the slot's mailbox, which a failure abandons.  A block holding `out` is
+ * free to be reused at once. */
+static void failed_scalar_read_never_writes_its_output(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = device_filled(rt, 64, 0x55);
+    unsigned char *block, *again;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, 64);
+    memset(block, 0x66, 64);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download_scalar(rt, d, block, 8), TF_ERROR_CUDA, "tf_download_scalar",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block));
+    again = host_alloc(rt, 64);
+    assert_ptr_equal(again, block); /* no use recorded: none to wait for */
+    assert_ok(tf_runtime_sync(rt));
+    assert_true(all_bytes(again, 64, 0x66));
+    assert_ok(tf_host_free(rt, again));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* ---- registered memory ----------------------------------------------------------- */
 
 static void registered_memory_lifecycle(void **state) {
@@ -696,6 +818,10 @@ int main(void) {
         TF_TEST(free_without_an_event_waits_or_leaks),
         TF_TEST(failed_queries_keep_the_block_pending),
         TF_TEST(refused_driver_free_leaks_the_block),
+        TF_TEST(failed_download_keeps_its_block_from_reuse),
+        TF_TEST(failed_upload_keeps_its_block_from_reuse),
+        TF_TEST(failed_download_into_a_range_delays_its_unregister),
+        TF_TEST(failed_scalar_read_never_writes_its_output),
         TF_TEST(registered_memory_lifecycle),
         TF_TEST(memory_page_locked_elsewhere_is_refused),
         TF_TEST(register_failures),

@@ -29,7 +29,7 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         // reads page-locked memory itself, so wait until it has.
         if (st == TF_OK && host_kind == tf::HostMemory::page_locked)
             st = TF_CU(api, cuStreamSynchronize, frame.stream());
-        return st;
+        return tf::finish_host_copy(frame, host_kind, src, len, st);
     });
 }
 

@@ -56,7 +56,8 @@ TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len
         // Page-locked memory the device writes directly; small pageable
         // copies go through the driver's own staging.
         st = TF_CU(api, cuMemcpyDtoHAsync, dst, src, len, frame.stream());
-        return st == TF_OK ? TF_CU(api, cuStreamSynchronize, frame.stream()) : st;
+        if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, frame.stream());
+        return tf::finish_host_copy(frame, host_kind, dst, len, st);
     });
 }
 

@@ -380,9 +380,23 @@ tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
         return fail_not_ours("ptr", ptr,
                              "is not inside a live tf_host_alloc block or tf_host_register "
                              "range of this runtime");
+    mark_used_locked(r, slot, stream);
+    return TF_OK;
+}
+
+void HostPool::mark_used_locked(Range *r, int slot, CUstream stream) {
     streams_[slot].store(stream, std::memory_order_relaxed);
     r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
-    return TF_OK;
+}
+
+void HostPool::record_unfinished_copy(const void *ptr, size_t len, int slot, CUstream stream) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    const uintptr_t end = len > UINTPTR_MAX - p ? UINTPTR_MAX : p + len;
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    Range *first = find_locked(p);
+    if (first && first->phase == Phase::live) mark_used_locked(first, slot, stream);
+    for (auto it = ranges_.upper_bound(p); it != ranges_.end() && it->first < end; ++it)
+        if (it->second->phase == Phase::live) mark_used_locked(it->second.get(), slot, stream);
 }
 
 tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int slot,
@@ -401,8 +415,7 @@ tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int
                        "%s %p + %zu bytes crosses the end of its %s (%zu bytes at %p)", name, ptr,
                        len, r->kind == Kind::block ? "tf_host_alloc block" : "registered range",
                        r->bytes, as_ptr(r->base));
-    streams_[slot].store(stream, std::memory_order_relaxed);
-    r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
+    mark_used_locked(r, slot, stream);
     use->lock_ = std::move(hold);
     return TF_OK;
 }

@@ -80,6 +80,12 @@ public:
     // `stream` (slot `slot`) uses the live block or registered range that
     // holds `ptr`.
     tf_status record_use(const void *ptr, int slot, CUstream stream);
+    // A synchronous copy between [ptr, ptr + len) and the device failed
+    // after it was queued: `stream` may still use every live block and
+    // registered range the span touches, so each records the use, as a
+    // queued asynchronous copy's does.  Memory the pool does not track is
+    // ignored.  Records no error.
+    void record_unfinished_copy(const void *ptr, size_t len, int slot, CUstream stream);
 
     // Held by a copy from the lookup until it is queued.
     class Use {
@@ -121,6 +127,7 @@ private:
     };
 
     Range *find_locked(uintptr_t p) const;
+    void mark_used_locked(Range *r, int slot, CUstream stream);
     void cache_locked(Range *r);
     void poll_front_locked(const DriverApi &api);
     void poll_all_locked(const DriverApi &api);
