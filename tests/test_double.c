@@ -687,6 +687,32 @@ static void test_host_and_async_memory(void **state) {
     CU(D.cuStreamDestroy(s));
 }
 
+/* Stream memory operations are on, as on an H200, until the attribute says
+ * they are off. */
+static void test_stream_mem_ops_switch(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    use_primary(0);
+    void *h = NULL;
+    CUstream s = NULL;
+    CUdeviceptr dev = 0;
+    CU(D.cuMemHostAlloc(&h, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+    CU(D.cuMemHostGetDevicePointer(&dev, h, 0));
+    CU(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0), 1);
+    CU(D.cuStreamWriteValue32(s, dev, 7, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(*(volatile uint32_t *)h, 7);
+    T->tfd_set_attribute(0, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0);
+    assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0), 0);
+    assert_int_equal(D.cuStreamWriteValue32(s, dev, 8, CU_STREAM_WRITE_VALUE_DEFAULT),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(*(volatile uint32_t *)h, 7);
+    CU(D.cuStreamDestroy(s));
+    CU(D.cuMemFreeHost(h));
+}
+
 static void test_peer(void **state) {
     (void)state;
     NEED_DOUBLE();
@@ -1585,6 +1611,7 @@ int main(void) {
         TEST(test_memory_layout),
         TEST(test_memory_copies),
         TEST(test_host_and_async_memory),
+        TEST(test_stream_mem_ops_switch),
         TEST(test_peer),
         TEST(test_event_pending),
         TEST(test_sticky_poison),
