@@ -1679,8 +1679,11 @@ TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *ds
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, @p bytes 0 or too large);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked memory
  *         exhausted after the trim); the device statuses.
- * @threadsafety Any thread; waits only for other pool calls of the runtime.
- *         Never waits for the device.
+ * @threadsafety Any thread; waits for other pool calls of the runtime, and
+ *         for the device only when the driver is out of page-locked memory
+ *         and the cache holds blocks to trim: cuMemFreeHost waits for the
+ *         device's queued work (every stream, not only this runtime's)
+ *         before the retry.
  * @failure Nothing was allocated.
  * @since 1.1
  */
@@ -1812,7 +1815,8 @@ TF_NODISCARD TF_API tf_status tf_host_stats(const tf_runtime *rt, tf_host_pool_s
  * @param[in] rt the runtime.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
  *         device statuses (the first cuMemFreeHost that failed).
- * @threadsafety Any thread; may block as cuMemFreeHost does.
+ * @threadsafety Any thread; when it frees a block it waits for the device's
+ *         queued work (every stream), as cuMemFreeHost does.
  * @failure A block the driver refused to free is leaked; the others were
  *         freed.
  * @since 1.1

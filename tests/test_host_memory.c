@@ -332,6 +332,43 @@ static void out_of_page_locked_memory_trims_and_retries(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* tf_host_alloc never waits for the device, except to trim the cache when
+ * the driver is out of page-locked memory: cuMemFreeHost synchronizes (the
+ * double's drains every stream, as the real one waits for the device). */
+static void alloc_waits_for_the_device_only_to_trim(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *stream = NULL, *cached, *p;
+    int k;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_ok(tf_runtime_sync(rt));
+    cached = host_alloc(rt, 64 * KiB);
+    assert_ok(tf_host_free(rt, cached));
+    for (k = 0; k < 100; ++k) queue_memset(rt, d, (unsigned char)k, 4 * KiB);
+    assert_int_equal(tfd()->tfd_pending(stream), 100);
+    p = host_alloc(rt, 64 * KiB); /* from the cache */
+    assert_ok(tf_host_free(rt, p));
+    p = host_alloc(rt, MiB); /* from the driver */
+    assert_ok(tf_host_free(rt, p));
+    assert_int_equal(tfd()->tfd_pending(stream), 100); /* no wait */
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    p = host_alloc(rt, 2 * MiB);                     /* trimmed, then the retry succeeded */
+    assert_int_equal(tfd()->tfd_pending(stream), 0); /* the trim waited */
+    assert_ok(tf_host_free(rt, p));
+    /* Out of memory with nothing cached to trim: no wait either. */
+    assert_ok(tf_host_trim(rt));
+    for (k = 0; k < 100; ++k) queue_memset(rt, d, (unsigned char)k, 4 * KiB);
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    assert_failure(tf_host_alloc(rt, 2 * MiB, &p), TF_ERROR_OUT_OF_MEMORY, "tf_host_alloc",
+                   "exhausted");
+    assert_int_equal(tfd()->tfd_pending(stream), 100);
+    assert_ok(tf_runtime_sync(rt));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* Without an event the free waits for the stream; if that fails too the
  * block is leaked, never reused. */
 static void free_without_an_event_waits_or_leaks(void **state) {
@@ -815,6 +852,7 @@ int main(void) {
         TF_TEST(recorded_caller_use_delays_reuse),
         TF_TEST(free_events_are_pooled),
         TF_TEST(out_of_page_locked_memory_trims_and_retries),
+        TF_TEST(alloc_waits_for_the_device_only_to_trim),
         TF_TEST(free_without_an_event_waits_or_leaks),
         TF_TEST(failed_queries_keep_the_block_pending),
         TF_TEST(refused_driver_free_leaks_the_block),

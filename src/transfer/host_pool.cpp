@@ -76,7 +76,8 @@ tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
 }
 
 // Outside the lock: pinning memory can take milliseconds.  Out of
-// page-locked memory, the cache is trimmed and the call made once more.
+// page-locked memory, the cache is trimmed (which waits for the device) and
+// the call made once more.
 tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity,
                                          void **out) {
     if (!api.cuMemHostAlloc) return fail_missing("cuMemHostAlloc");
@@ -84,17 +85,12 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
     void *p = nullptr;
     CUresult r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        std::vector<std::unique_ptr<Range>> cached;
+        uint64_t released = 0;
         {
-            std::unique_lock<std::shared_mutex> hold(mutex_);
-            poll_all_locked(api);
-            cached = take_cached_locked();
-        }
-        if (!cached.empty()) {
             KeepLastError keep;  // the retry's answer is the call's
-            (void)free_to_driver(api, std::move(cached));
-            r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
+            (void)trim(api, &released);
         }
+        if (released != 0) r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
     }
     if (r != CUDA_SUCCESS)
         return fail_cuda(api, "cuMemHostAlloc", r,
@@ -253,14 +249,17 @@ std::vector<std::unique_ptr<HostPool::Range>> HostPool::take_cached_locked() {
 }
 
 // Blocks the driver refuses to free are leaked (logged); the first refusal
-// is the status.
-tf_status HostPool::free_to_driver(const DriverApi &api,
-                                   std::vector<std::unique_ptr<Range>> ranges) {
+// is the status.  *released gets the bytes freed.
+tf_status HostPool::free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges,
+                                   uint64_t *released) {
     tf_status first = TF_OK;
     for (const auto &r : ranges) {
         CUresult res =
             api.cuMemFreeHost ? api.cuMemFreeHost(as_ptr(r->base)) : CUDA_ERROR_NOT_FOUND;
-        if (res == CUDA_SUCCESS) continue;
+        if (res == CUDA_SUCCESS) {
+            if (released) *released += r->capacity;
+            continue;
+        }
         if (first == TF_OK)
             first = api.cuMemFreeHost ? fail_cuda(api, "cuMemFreeHost", res)
                                       : fail_missing("cuMemFreeHost");
@@ -270,14 +269,15 @@ tf_status HostPool::free_to_driver(const DriverApi &api,
     return first;
 }
 
-tf_status HostPool::trim(const DriverApi &api) {
+tf_status HostPool::trim(const DriverApi &api, uint64_t *released) {
     std::vector<std::unique_ptr<Range>> cached;
     {
         std::unique_lock<std::shared_mutex> hold(mutex_);
         poll_all_locked(api);
         cached = take_cached_locked();
     }
-    return free_to_driver(api, std::move(cached));
+    if (released) *released = 0;
+    return free_to_driver(api, std::move(cached), released);
 }
 
 // ---- registered ranges ----------------------------------------------------------------

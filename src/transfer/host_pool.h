@@ -66,7 +66,14 @@ public:
     tf_status free(const DriverApi &api, void *ptr);
     tf_status register_range(const DriverApi &api, void *ptr, size_t bytes);
     tf_status unregister_range(const DriverApi &api, void *ptr);
-    tf_status trim(const DriverApi &api);
+    // Gives every cached block no stream still uses back to the driver,
+    // after polling the pending frees; *released (if not NULL) gets the
+    // bytes given back.  Blocks in use and pending frees stay.  The one
+    // function every cache release goes through (tf_host_trim, the retry of
+    // an allocation out of page-locked memory, another layer's out-of-memory
+    // path).  It WAITS FOR THE DEVICE whenever it frees a block:
+    // cuMemFreeHost synchronizes (the device's queued work, every stream).
+    tf_status trim(const DriverApi &api, uint64_t *released = nullptr);
     // Moves every pending free whose events completed to the cache.  Records
     // no error.
     void poll(const DriverApi &api);
@@ -134,7 +141,8 @@ private:
     bool pending_done(const DriverApi &api, const Pending &p) const;
     void finish_pending_locked(std::deque<Pending>::iterator it);
     std::vector<std::unique_ptr<Range>> take_cached_locked();
-    tf_status free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges);
+    tf_status free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges,
+                             uint64_t *released);
     tf_status allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity, void **out);
     tf_status park_used_locked(const DriverApi &api, Range *r);
     tf_status fail_not_ours(const char *name, const void *ptr, const char *what) const
