@@ -675,7 +675,9 @@ TF_NODISCARD TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  * synchronized, pending workspace releases run, slot resources freed, the
  * primary context released.  A stream that fails to synchronize leaks all of
  * it (logged); after a fault, at exit or in a forked child it leaks quietly.
- * See docs/teardown.md.
+ * tf_host_alloc() blocks not yet freed stay mapped and keep the primary
+ * context retained until each is freed with tf_host_free(NULL, ptr)
+ * (logged).  See docs/teardown.md.
  * @param[in] rt the reference, or NULL.  Never drop the last one inside a
  *               callback of this runtime, except a workspace release.
  * @return TF_OK; TF_ERROR_INVALID_HANDLE (already released).
@@ -1675,7 +1677,8 @@ TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *ds
  * allocation tried once more.  Not zeroed.
  * @param[in] rt       the runtime; the block is usable by every context.
  * @param[in] bytes    size, at least 1.
- * @param[out] out_ptr the block: tf_host_free() it through this runtime.
+ * @param[out] out_ptr the block: tf_host_free() it through this runtime, or
+ *                     with a NULL runtime after the runtime's last release.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, @p bytes 0 or too large);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked memory
  *         exhausted after the trim); the device statuses.
@@ -1696,18 +1699,27 @@ TF_NODISCARD TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void *
  * or tf_upload() whose wait failed, tf_host_record_use()) has passed this
  * call: an event is recorded on each such stream, or, where none can be,
  * the stream is waited for.  Reading or writing the block after this call
- * is undefined.
- * @param[in] rt  the runtime that allocated it.
+ * is undefined.  Since 1.2, a block still held at its runtime's last release
+ * stays allocated and mapped, holding the device's primary context, until
+ * tf_host_free(NULL, ptr) frees it (the last such block of the runtime
+ * releases the context; a released handle is refused, never pass it).
+ * @param[in] rt  the runtime that allocated it; NULL for a block whose
+ *                runtime's last reference was released.
  * @param[in] ptr the block's start; NULL is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of a live block of
  *         this runtime: never allocated, interior, freed already, another
- *         runtime's, a registered range); TF_ERROR_INVALID_HANDLE; the device
- *         statuses.
+ *         runtime's, a registered range; with a NULL @p rt: not the start of
+ *         a block whose runtime was released); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: NULL @p rt in a process forked from
+ *         the block's); the device statuses.
  * @threadsafety Any thread; waits only for other pool calls of the runtime,
- *         and for a stream when an event cannot be recorded on it.
+ *         and for a stream when an event cannot be recorded on it.  With a
+ *         NULL @p rt it waits for the device (cuMemFreeHost) and for other
+ *         such frees.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing changed.  Otherwise the
  *         device's use could not be bounded: the block is leaked, never
- *         reused; do not use it.
+ *         reused; do not use it.  With a NULL @p rt the block is forgotten
+ *         even when the driver refused to free it.
  * @since 1.1
  */
 TF_NODISCARD TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr);

@@ -539,6 +539,52 @@ static void test_reclaim_on_release(void **state) {
     CU(D.cuDevicePrimaryCtxRelease(0));
 }
 
+/* 1 when `n` bytes at p can be read (write(2) to a pipe copies them, or
+ * fails with EFAULT without a fault). */
+static int readable(const void *p, size_t n) {
+    int fds[2];
+    ssize_t got;
+    assert_int_equal(pipe(fds), 0);
+    got = write(fds[1], p, n);
+    close(fds[0]);
+    close(fds[1]);
+    return got == (ssize_t)n;
+}
+
+/* The end of a context frees its page-locked memory, PORTABLE or not, as
+ * the reset of a primary context does on a GPU: blocks are unmapped (the
+ * addresses stay reserved, so a stale read faults), registrations go. */
+static void test_page_locked_memory_goes_with_its_context(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    use_primary(0);
+    void *portable = NULL, *plain = NULL;
+    static unsigned char mine[8192] __attribute__((aligned(4096)));
+    unsigned mt = 0;
+    CU(D.cuMemHostAlloc(&portable, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    CU(D.cuMemHostAlloc(&plain, 100, 0));
+    CU(D.cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
+    memset(portable, 1, 4096);
+    assert_true(readable(portable, 4096) && readable(plain, 100));
+    CU(D.cuDevicePrimaryCtxRelease(0));
+    assert_int_equal(T->tfd_live(TFD_HOST_ALLOCS), 0);
+    assert_int_equal(T->tfd_reclaimed(TFD_HOST_ALLOCS), 2);
+    assert_int_equal(T->tfd_host_alloc_flags(portable), ~0u);
+    assert_false(readable(portable, 1));
+    assert_false(readable(plain, 1));
+    assert_int_equal(D.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                             (CUdeviceptr)(uintptr_t)mine),
+                     CUDA_ERROR_INVALID_VALUE); /* pageable again */
+    assert_true(readable(mine, sizeof mine));   /* the caller's memory stays */
+    /* a new block never lands on a reclaimed one's addresses */
+    void *next = NULL;
+    use_primary(0);
+    CU(D.cuMemHostAlloc(&next, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    assert_ptr_not_equal(next, portable);
+    CU(D.cuMemFreeHost(next));
+    CU(D.cuDevicePrimaryCtxRelease(0));
+}
+
 /* ---- memory ------------------------------------------------------------------ */
 
 static void test_memory_layout(void **state) {
@@ -1608,6 +1654,7 @@ int main(void) {
         TEST(test_primary_context),
         TEST(test_foreign_context),
         TEST(test_reclaim_on_release),
+        TEST(test_page_locked_memory_goes_with_its_context),
         TEST(test_memory_layout),
         TEST(test_memory_copies),
         TEST(test_host_and_async_memory),

@@ -612,6 +612,7 @@ static void scalar_failure_abandons_staging(const char *entry, int code, tf_stat
     struct fixture f;
     uint32_t out = 7;
     void *other = raw_create_context();
+    const long reclaimed_hosts = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     setup_fixture(&f, 64);
     assert_ok(tf_download_scalar(f.rt, f.d, &out, 4)); /* staging made */
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
@@ -632,8 +633,10 @@ static void scalar_failure_abandons_staging(const char *entry, int code, tf_stat
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
     lib_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
-    /* Teardown frees the live buffer; the abandoned one stays leaked. */
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
+    /* Teardown frees the live buffer; the abandoned one was never freed,
+     * and went with the context. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed_hosts, 1);
     raw_destroy_context(other);
 }
 
@@ -859,6 +862,7 @@ static void pipeline_failure_with(uint32_t threads, const char *entry, unsigned 
     const size_t n = MiB + 3;
     unsigned char *out = malloc(n), *seen = malloc(n);
     const long reclaimed = tfd()->tfd_reclaimed(TFD_EVENTS);
+    const long reclaimed_hosts = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     long depth;
     setup_fixture_with(&f, n, threads);
     fill_pattern(out, n, 3);
@@ -882,8 +886,10 @@ static void pipeline_failure_with(uint32_t threads, const char *entry, unsigned 
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2 * depth);
     lib_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, depth); /* the abandoned ring */
-    /* Its events died with the context. */
+    /* The abandoned ring was never freed: its buffers and events died with
+     * the context. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed_hosts, depth);
     assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS) - reclaimed, depth);
     free(seen);
     free(out);

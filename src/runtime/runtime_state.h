@@ -93,6 +93,7 @@ private:
     void teardown();
     bool synchronize_all_streams();
     void release_stream_resources();
+    void hand_over_held_blocks(bool idle, bool quiet);
 
     static constexpr int kFaultNone = 0, kFaultWriting = 1, kFaultRecorded = 2;
 

@@ -7,7 +7,10 @@
 // context; put the caller's context back.  After a sticky fault, in a forked
 // child, or once the driver is deinitialized, the device is not touched and
 // the resources are leaked without a warning.  Page-locked host memory
-// (transfer/host_pool.h) follows the streams: freed with them, or leaked with them.
+// (transfer/host_pool.h) follows the streams: freed with them, or leaked with
+// them; except the blocks the caller still holds, which keep the primary
+// context retained until they are freed (NOTE [blocks outliving their
+// runtime]).
 #include <cstdio>
 
 #include "driver/context_scope.h"
@@ -53,19 +56,31 @@ void RuntimeState::teardown() {
     for (int i = 0; i < slot_count(); ++i) any_stream |= existing_stream(i) != nullptr;
     ContextScope scope;
     scope.quiet_when_deinitialized();
+    bool idle = false;   // every stream retired: nothing the runtime queued still runs
+    bool quiet = false;  // the driver is gone (process exit)
     // Page-locked blocks need the context even when no stream was made.
     if ((any_stream || !host_pool_.empty()) && !faulted()) {
         // Pending releases run below: caller code.
         if (scope.enter_for_caller_code(*api_, context()) != TF_OK) {
-            if (!quiet_failure(static_cast<CUresult>(current_error().code)))
+            quiet = quiet_failure(static_cast<CUresult>(current_error().code));
+            if (!quiet)
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);
         } else if (!any_stream || synchronize_all_streams()) {
             release_stream_resources();
+            idle = true;
         }
     }
-    primary_.release();
+    hand_over_held_blocks(idle, quiet);
+    primary_.release();  // unless the held blocks took it
     scope.leave();
+}
+
+// NOTE [blocks outliving their runtime]: the blocks the caller still holds
+// take the runtime's primary context retain with them.
+void RuntimeState::hand_over_held_blocks(bool idle, bool quiet) {
+    std::vector<OrphanBlock> held = host_pool_.take_held_blocks();
+    if (!held.empty()) adopt_orphan_blocks(*api_, std::move(primary_), idle, quiet, held);
 }
 
 bool RuntimeState::synchronize_all_streams() {

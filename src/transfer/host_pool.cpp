@@ -50,6 +50,16 @@ tf_status HostPool::fail_not_ours(const char *name, const void *ptr, const char 
     return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "%s %p %s", name, ptr, what);
 }
 
+tf_status HostPool::fail_not_allocated(const void *ptr) const {
+    return fail_not_ours("ptr", ptr,
+                         is_orphan_block(ptr)
+                             ? "was not allocated by tf_host_alloc of this runtime: it is a "
+                               "block whose runtime was released; free it with "
+                               "tf_host_free(NULL, ptr)"
+                             : "was not allocated by tf_host_alloc of this runtime (pageable "
+                               "memory, another runtime's block, or a stale pointer)");
+}
+
 // ---- allocation -------------------------------------------------------------------------
 
 tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
@@ -120,10 +130,7 @@ tf_status HostPool::free(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     std::unique_lock<std::shared_mutex> hold(mutex_);
     Range *r = find_locked(p);
-    if (!r)
-        return fail_not_ours("ptr", ptr,
-                             "was not allocated by tf_host_alloc of this runtime (pageable "
-                             "memory, another runtime's block, or a stale pointer)");
+    if (!r) return fail_not_allocated(ptr);
     if (r->kind == Kind::registered)
         return fail_not_ours("ptr", ptr,
                              "lies in a range registered with tf_host_register; release it "
@@ -435,36 +442,45 @@ void HostPool::release_all(const DriverApi &api) {
         for (CUevent ev : p.events) events_.push_back(ev);
     pending_.clear();
     pending_count_.store(0, std::memory_order_relaxed);
-    uint64_t leaked = 0, leaked_bytes = 0;
-    for (auto &entry : ranges_) {
-        Range &r = *entry.second;
+    for (auto it = ranges_.begin(); it != ranges_.end();) {
+        Range &r = *it->second;
+        if (r.kind == Kind::block && r.phase == Phase::live) {  // the caller's still
+            ++it;
+            continue;
+        }
         CUresult res = CUDA_SUCCESS;
         const char *call = "cuMemFreeHost";
         if (r.kind == Kind::registered) {
             call = "cuMemHostUnregister";
             if (api.cuMemHostUnregister) res = api.cuMemHostUnregister(as_ptr(r.base));
-        } else if (r.phase == Phase::live) {
-            ++leaked;  // the caller may still read it
-            leaked_bytes += r.capacity;
-            continue;
         } else if (api.cuMemFreeHost) {
             res = api.cuMemFreeHost(as_ptr(r.base));
         }
         if (res != CUDA_SUCCESS && res != CUDA_ERROR_DEINITIALIZED)
             log(TF_LOG_WARNING, "tf_runtime_release: %s of %p failed: %s", call, as_ptr(r.base),
                 describe_cuda(api, res, what, sizeof what));
+        it = ranges_.erase(it);
     }
-    if (leaked != 0)
-        log(TF_LOG_WARNING,
-            "tf_runtime_release: %llu tf_host_alloc blocks (%llu bytes) were not freed; they "
-            "stay allocated, page-locked, until the process exits",
-            static_cast<unsigned long long>(leaked), static_cast<unsigned long long>(leaked_bytes));
     for (CUevent ev : events_)
         if (api.cuEventDestroy) (void)api.cuEventDestroy(ev);
     events_.clear();
     cached_.clear();
-    ranges_.clear();
     stats_ = tf_host_pool_stats{};
+}
+
+std::vector<OrphanBlock> HostPool::take_held_blocks() {
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    std::vector<OrphanBlock> held;
+    for (auto it = ranges_.begin(); it != ranges_.end();) {
+        const Range &r = *it->second;
+        if (r.kind == Kind::block && r.phase == Phase::live) {
+            held.push_back(OrphanBlock{r.base, r.capacity});
+            it = ranges_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return held;
 }
 
 }  // namespace tf

@@ -43,6 +43,7 @@
 
 #include "driver/driver_api.h"
 #include "tenferro_gpu.h"
+#include "transfer/orphan_blocks.h"
 
 namespace tf {
 
@@ -113,9 +114,12 @@ public:
 
     // Teardown after every stream was synchronized: cached and pending
     // blocks go back to the driver, registered ranges are unregistered, the
-    // events destroyed; blocks the caller still holds are leaked (logged).
-    // Failures are logged.
+    // events destroyed.  Failures are logged.  Blocks the caller still
+    // holds stay, for take_held_blocks().
     void release_all(const DriverApi &api);
+    // Teardown: the blocks the caller still holds, taken out of the pool to
+    // outlive it (NOTE [blocks outliving their runtime]).  No driver call.
+    std::vector<OrphanBlock> take_held_blocks();
 
 private:
     enum class Kind : uint8_t { block, registered };
@@ -147,6 +151,7 @@ private:
     tf_status park_used_locked(const DriverApi &api, Range *r);
     tf_status fail_not_ours(const char *name, const void *ptr, const char *what) const
         __attribute__((cold, noinline));
+    tf_status fail_not_allocated(const void *ptr) const __attribute__((cold, noinline));
 
     mutable std::shared_mutex mutex_;
     std::map<uintptr_t, std::unique_ptr<Range>> ranges_;  // every block and registered range
