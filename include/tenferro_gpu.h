@@ -616,9 +616,10 @@ typedef struct tf_runtime_options {
      * TF_DEFAULT_DOWNLOAD_THREADS, or the CPUs the process may run on if
      * fewer.  Started at the runtime's first such download. */
     uint32_t download_threads;
-    /** Bytes of each page-locked staging buffer of a slot (two per slot,
-     * allocated at its first download into pageable memory): a multiple of
-     * 4096 in TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES;
+    /** Bytes of each page-locked staging buffer of a slot (three per slot,
+     * allocated at its first staged transfer: tf_download() into pageable
+     * memory above 64 KiB, tf_upload() from it above 256 KiB): a multiple
+     * of 4096 in TF_MIN_DOWNLOAD_CHUNK_BYTES .. TF_MAX_DOWNLOAD_CHUNK_BYTES;
      * 0 (default) selects TF_DEFAULT_DOWNLOAD_CHUNK_BYTES. */
     uint32_t download_chunk_bytes;
     /** Unused device memory, in bytes, the device's pool keeps when a
@@ -706,7 +707,9 @@ TF_NODISCARD TF_API tf_status tf_runtime_retain(tf_runtime *rt);
  * primary context released; a capture still open on a slot is dropped
  * (logged).  A stream that fails to synchronize leaks all of
  * it (logged); after a fault, at exit or in a forked child it leaks quietly.
- * See docs/teardown.md.
+ * tf_host_alloc() blocks not yet freed stay mapped and keep the primary
+ * context retained until each is freed with tf_host_free(NULL, ptr)
+ * (logged).  See docs/teardown.md.
  * @param[in] rt the reference, or NULL.  Never drop the last one inside a
  *               callback of this runtime, except a workspace release.
  * @return TF_OK; TF_ERROR_INVALID_HANDLE (already released).
@@ -1608,12 +1611,15 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  *         launches could not keep this promise: use tf_upload_async()); the
  *         device statuses.
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
- *         earlier work and the copy are done.  Slot-exclusive when staged;
- *         a pthread_cancel() then acts after it.
+ *         earlier work and the copy are done.  Slot-exclusive when staged.
+ *         A pthread_cancel() acts after the call returns, never inside it.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
- *         @p dst may be partly written and a page-locked @p src still read:
- *         keep @p src until a later tf_runtime_sync() of the slot returns
- *         TF_OK, or leak it.
+ *         @p dst may be partly written and a page-locked @p src may still be
+ *         read by the device: do not change @p src until a later
+ *         tf_runtime_sync() of the slot returns TF_OK.  To give it up instead,
+ *         tf_host_free() a tf_host_alloc() block or tf_host_unregister() a
+ *         tf_host_register() range, as after tf_download(); leak any other
+ *         page-locked memory.
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst,
@@ -1707,12 +1713,17 @@ TF_NODISCARD TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, v
  *         an enqueue callback on this slot; the slot captures a graph, or a
  *         capture begun outside the library); the device statuses.
  * @threadsafety Any thread; blocks until the slot's earlier work and the
- *         copy are done.  Slot-exclusive when staged; a pthread_cancel() then
- *         acts after it.
- * @failure After TF_ERROR_INVALID_ARGUMENT @p dst is untouched; otherwise it
- *         may be partly written, a page-locked one still by the device: keep
- *         it until a later tf_runtime_sync() of the slot returns TF_OK, or leak
- *         it.
+ *         copy are done.  Slot-exclusive when staged.  A pthread_cancel()
+ *         acts after the call returns, never inside it.
+ * @failure After TF_ERROR_INVALID_ARGUMENT @p dst is untouched.  Otherwise
+ *         it may be partly written, and a page-locked @p dst may still be
+ *         written by the device: do not read or reuse it until a later
+ *         tf_runtime_sync() of the slot returns TF_OK.  To give it up
+ *         instead: a tf_host_alloc() block may go to tf_host_free() at once
+ *         (the call recorded the slot's use: the pool reuses the block only
+ *         once the slot's stream has passed the copy), a tf_host_register()
+ *         range to tf_host_unregister() (which waits for the stream); leak
+ *         any other page-locked memory.
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst,
@@ -1727,12 +1738,16 @@ TF_NODISCARD TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *ds
  * allocation tried once more.  Not zeroed.
  * @param[in] rt       the runtime; the block is usable by every context.
  * @param[in] bytes    size, at least 1.
- * @param[out] out_ptr the block: tf_host_free() it through this runtime.
+ * @param[out] out_ptr the block: tf_host_free() it through this runtime, or
+ *                     with a NULL runtime after the runtime's last release.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, @p bytes 0 or too large);
  *         TF_ERROR_INVALID_HANDLE; TF_ERROR_OUT_OF_MEMORY (page-locked memory
  *         exhausted after the trim); the device statuses.
- * @threadsafety Any thread; waits only for other pool calls of the runtime.
- *         Never waits for the device.
+ * @threadsafety Any thread; waits for other pool calls of the runtime, and
+ *         for the device only when the driver is out of page-locked memory
+ *         and the cache holds blocks to trim: cuMemFreeHost waits for the
+ *         device's queued work (every stream, not only this runtime's)
+ *         before the retry.
  * @failure Nothing was allocated.
  * @since 1.1
  */
@@ -1741,20 +1756,31 @@ TF_NODISCARD TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void *
 /**
  * Give a tf_host_alloc() block back to the runtime's cache.  Safe while the
  * device still uses it: the block is handed out again only once every slot
- * stream that used it (the library's asynchronous copies,
- * tf_host_record_use()) has passed this call.  Reading or writing the block
- * after this call is undefined.
- * @param[in] rt  the runtime that allocated it.
+ * stream that used it (the library's asynchronous copies, a tf_download()
+ * or tf_upload() whose wait failed, tf_host_record_use()) has passed this
+ * call: an event is recorded on each such stream, or, where none can be,
+ * the stream is waited for.  Reading or writing the block after this call
+ * is undefined.  Since 1.2, a block still held at its runtime's last release
+ * stays allocated and mapped, holding the device's primary context, until
+ * tf_host_free(NULL, ptr) frees it (the last such block of the runtime
+ * releases the context; a released handle is refused, never pass it).
+ * @param[in] rt  the runtime that allocated it; NULL for a block whose
+ *                runtime's last reference was released.
  * @param[in] ptr the block's start; NULL is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of a live block of
  *         this runtime: never allocated, interior, freed already, another
- *         runtime's, a registered range); TF_ERROR_INVALID_HANDLE; the device
- *         statuses.
+ *         runtime's, a registered range; with a NULL @p rt: not the start of
+ *         a block whose runtime was released); TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_RUNTIME_STATE (also: NULL @p rt in a process forked from
+ *         the block's); the device statuses.
  * @threadsafety Any thread; waits only for other pool calls of the runtime,
- *         and for a stream when an event cannot be recorded on it.
+ *         and for a stream when an event cannot be recorded on it.  With a
+ *         NULL @p rt it waits for the device (cuMemFreeHost) and for other
+ *         such frees.
  * @failure After TF_ERROR_INVALID_ARGUMENT nothing changed.  Otherwise the
  *         device's use could not be bounded: the block is leaked, never
- *         reused; do not use it.
+ *         reused; do not use it.  With a NULL @p rt the block is forgotten
+ *         even when the driver refused to free it.
  * @since 1.1
  */
 TF_NODISCARD TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr);
@@ -1863,7 +1889,8 @@ TF_NODISCARD TF_API tf_status tf_host_stats(const tf_runtime *rt, tf_host_pool_s
  * @param[in] rt the runtime.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE; the
  *         device statuses (the first cuMemFreeHost that failed).
- * @threadsafety Any thread; may block as cuMemFreeHost does.
+ * @threadsafety Any thread; when it frees a block it waits for the device's
+ *         queued work (every stream), as cuMemFreeHost does.
  * @failure A block the driver refused to free is leaked; the others were
  *         freed.
  * @since 1.1

@@ -540,6 +540,52 @@ static void test_reclaim_on_release(void **state) {
     CU(D.cuDevicePrimaryCtxRelease(0));
 }
 
+/* 1 when `n` bytes at p can be read (write(2) to a pipe copies them, or
+ * fails with EFAULT without a fault). */
+static int readable(const void *p, size_t n) {
+    int fds[2];
+    ssize_t got;
+    assert_int_equal(pipe(fds), 0);
+    got = write(fds[1], p, n);
+    close(fds[0]);
+    close(fds[1]);
+    return got == (ssize_t)n;
+}
+
+/* The end of a context frees its page-locked memory, PORTABLE or not, as
+ * the reset of a primary context does on a GPU: blocks are unmapped (the
+ * addresses stay reserved, so a stale read faults), registrations go. */
+static void test_page_locked_memory_goes_with_its_context(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    use_primary(0);
+    void *portable = NULL, *plain = NULL;
+    static unsigned char mine[8192] __attribute__((aligned(4096)));
+    unsigned mt = 0;
+    CU(D.cuMemHostAlloc(&portable, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    CU(D.cuMemHostAlloc(&plain, 100, 0));
+    CU(D.cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
+    memset(portable, 1, 4096);
+    assert_true(readable(portable, 4096) && readable(plain, 100));
+    CU(D.cuDevicePrimaryCtxRelease(0));
+    assert_int_equal(T->tfd_live(TFD_HOST_ALLOCS), 0);
+    assert_int_equal(T->tfd_reclaimed(TFD_HOST_ALLOCS), 2);
+    assert_int_equal(T->tfd_host_alloc_flags(portable), ~0u);
+    assert_false(readable(portable, 1));
+    assert_false(readable(plain, 1));
+    assert_int_equal(D.cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                             (CUdeviceptr)(uintptr_t)mine),
+                     CUDA_ERROR_INVALID_VALUE); /* pageable again */
+    assert_true(readable(mine, sizeof mine));   /* the caller's memory stays */
+    /* a new block never lands on a reclaimed one's addresses */
+    void *next = NULL;
+    use_primary(0);
+    CU(D.cuMemHostAlloc(&next, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    assert_ptr_not_equal(next, portable);
+    CU(D.cuMemFreeHost(next));
+    CU(D.cuDevicePrimaryCtxRelease(0));
+}
+
 /* ---- memory ------------------------------------------------------------------ */
 
 static void test_memory_layout(void **state) {
@@ -791,6 +837,32 @@ static void test_memory_pools(void **state) {
     assert_int_equal(T->tfd_live(TFD_MEM_POOLS), 0);
     CU(D.cuStreamDestroy(s));
     CU(D.cuStreamDestroy(t));
+}
+
+/* Stream memory operations are on, as on an H200, until the attribute says
+ * they are off. */
+static void test_stream_mem_ops_switch(void **state) {
+    (void)state;
+    NEED_DOUBLE();
+    use_primary(0);
+    void *h = NULL;
+    CUstream s = NULL;
+    CUdeviceptr dev = 0;
+    CU(D.cuMemHostAlloc(&h, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+    CU(D.cuMemHostGetDevicePointer(&dev, h, 0));
+    CU(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0), 1);
+    CU(D.cuStreamWriteValue32(s, dev, 7, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(*(volatile uint32_t *)h, 7);
+    T->tfd_set_attribute(0, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0);
+    assert_int_equal(attr(CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0), 0);
+    assert_int_equal(D.cuStreamWriteValue32(s, dev, 8, CU_STREAM_WRITE_VALUE_DEFAULT),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    CU(D.cuStreamSynchronize(s));
+    assert_int_equal(*(volatile uint32_t *)h, 7);
+    CU(D.cuStreamDestroy(s));
+    CU(D.cuMemFreeHost(h));
 }
 
 static void test_peer(void **state) {
@@ -1693,7 +1765,8 @@ static char *fetch(nvrtcResult (*size_fn)(nvrtcProgram, size_t *),
 }
 
 static const char kSource[] =
-    "extern \"C\" __global__ void tfd_fill_u32(unsigned long long p, unsigned v, unsigned n) {}\n"
+    "extern \"C\" __global__ void tfd_fill_u32(unsigned long long p, unsigned v, unsigned n) "
+    "{}\n"
     "__global__ void mangled(int x) { }\n"
     "extern \"C\" {\n"
     "__global__ void __launch_bounds__(256) tfd_add_f32(float *x) { if (x) { } }\n"
@@ -1883,10 +1956,12 @@ int main(void) {
         TEST(test_primary_context),
         TEST(test_foreign_context),
         TEST(test_reclaim_on_release),
+        TEST(test_page_locked_memory_goes_with_its_context),
         TEST(test_memory_layout),
         TEST(test_memory_copies),
         TEST(test_host_and_async_memory),
         TEST(test_memory_pools),
+        TEST(test_stream_mem_ops_switch),
         TEST(test_peer),
         TEST(test_event_pending),
         TEST(test_sticky_poison),

@@ -612,6 +612,7 @@ static void scalar_failure_abandons_staging(const char *entry, int code, tf_stat
     struct fixture f;
     uint32_t out = 7;
     void *other = raw_create_context();
+    const long reclaimed_hosts = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     setup_fixture(&f, 64);
     assert_ok(tf_download_scalar(f.rt, f.d, &out, 4)); /* staging made */
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
@@ -632,8 +633,10 @@ static void scalar_failure_abandons_staging(const char *entry, int code, tf_stat
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
     lib_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
-    /* Teardown frees the live buffer; the abandoned one stays leaked. */
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1);
+    /* Teardown frees the live buffer; the abandoned one was never freed,
+     * and went with the context. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed_hosts, 1);
     raw_destroy_context(other);
 }
 
@@ -867,6 +870,7 @@ static void pipeline_failure_with(uint32_t threads, const char *entry, unsigned 
     const size_t n = MiB + 3;
     unsigned char *out = malloc(n), *seen = malloc(n);
     const long reclaimed = tfd()->tfd_reclaimed(TFD_EVENTS);
+    const long reclaimed_hosts = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     long depth;
     setup_fixture_with(&f, n, threads);
     fill_pattern(out, n, 3);
@@ -890,8 +894,10 @@ static void pipeline_failure_with(uint32_t threads, const char *entry, unsigned 
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2 * depth);
     lib_free(f.rt, f.d);
     assert_ok(tf_runtime_release(f.rt));
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, depth); /* the abandoned ring */
-    /* Its events died with the context. */
+    /* The abandoned ring was never freed: its buffers and events died with
+     * the context. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed_hosts, depth);
     assert_int_equal(tfd()->tfd_reclaimed(TFD_EVENTS) - reclaimed, depth);
     free(seen);
     free(out);
@@ -1298,6 +1304,76 @@ static void cancelled_download_runs_to_its_end(void **state) {
     assert_int_equal(inside, 0);
 }
 
+/* ---- cancellation from the call's first line --------------------------------
+ * A cancellation request pending when tf_download starts acts after it
+ * returns, also when the call reaches a cancellation point of its own before
+ * or after the staged part: here a log line (a log callback that writes to a
+ * file is one).  Before: a failed context activation whose rollback fails
+ * too logs a warning, and the call returns its failure.  After: the caller's
+ * context cannot be put back, which logs from the frame's destructor; a
+ * cancellation acted on there would end the process (std::terminate), hence
+ * a child. */
+
+struct download_args {
+    tf_runtime *rt;
+    uint64_t src;
+    void *dst;
+    size_t len;
+};
+
+static tf_status do_download(void *p) {
+    struct download_args *a = p;
+    return tf_download(a->rt, a->src, a->dst, a->len);
+}
+
+static void cancelled_download_logging_before_its_copy_returns(void **state) {
+    struct download_args a;
+    tf_status st = TF_OK;
+    (void)state;
+    REQUIRE_DOUBLE();
+    a.rt = runtime_with(1, 4, 1 << 20);
+    a.len = 4 * MiB;
+    a.src = lib_alloc(a.rt, a.len);
+    a.dst = malloc(a.len);
+    assert_non_null(a.dst);
+    INJECT("cuCtxSetCurrent", 1, CUDA_ERROR_UNKNOWN, 2); /* the activation and its rollback */
+    assert_int_equal(call_with_cancel_pending(do_download, &a, &st), 1);
+    assert_int_equal(st, TF_ERROR_CUDA);
+    tfd()->tfd_clear_faults();
+    lib_free(a.rt, a.src);
+    assert_ok(tf_runtime_release(a.rt));
+    free(a.dst);
+}
+
+static int child_cancelled_download_logging_after_its_copy(void) {
+    struct download_args a;
+    tf_status st = TF_ERROR_INTERNAL;
+    a.rt = runtime_with(1, 4, 1 << 20);
+    a.len = 4 * MiB;
+    a.src = lib_alloc(a.rt, a.len);
+    a.dst = malloc(a.len);
+    SCENARIO_CHECK(a.dst != NULL);
+    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_UNKNOWN, 1); /* the restore */
+    SCENARIO_CHECK(call_with_cancel_pending(do_download, &a, &st) == 1);
+    SCENARIO_CHECK(st == TF_OK);
+    tfd()->tfd_clear_faults();
+    lib_free(a.rt, a.src);
+    SCENARIO_CHECK(tf_runtime_release(a.rt) == TF_OK);
+    free(a.dst);
+    return 0;
+}
+
+static void cancelled_download_logging_after_its_copy_returns(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_int_equal(run_child("cancelled_download_logging_after_its_copy", NULL), 0);
+}
+
+static const struct child_scenario scenarios[] = {
+    {"cancelled_download_logging_after_its_copy", child_cancelled_download_logging_after_its_copy},
+    {NULL, NULL},
+};
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(round_trips_with_defaults),
@@ -1342,6 +1418,9 @@ int main(void) {
         TF_TEST(forked_child_releases_without_the_threads),
         TF_TEST(download_options_are_validated),
         TF_TEST(cancelled_download_runs_to_its_end),
+        TF_TEST(cancelled_download_logging_before_its_copy_returns),
+        TF_TEST(cancelled_download_logging_after_its_copy_returns),
     };
+    child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

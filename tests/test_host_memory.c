@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cudaTypedefs.h>
+
 #include "support/test_support.h"
 #include "support/transfer_support.h"
 
@@ -332,6 +334,43 @@ static void out_of_page_locked_memory_trims_and_retries(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* tf_host_alloc never waits for the device, except to trim the cache when
+ * the driver is out of page-locked memory: cuMemFreeHost synchronizes (the
+ * double's drains every stream, as the real one waits for the device). */
+static void alloc_waits_for_the_device_only_to_trim(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *stream = NULL, *cached, *p;
+    int k;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_ok(tf_runtime_sync(rt));
+    cached = host_alloc(rt, 64 * KiB);
+    assert_ok(tf_host_free(rt, cached));
+    for (k = 0; k < 100; ++k) queue_memset(rt, d, (unsigned char)k, 4 * KiB);
+    assert_int_equal(tfd()->tfd_pending(stream), 100);
+    p = host_alloc(rt, 64 * KiB); /* from the cache */
+    assert_ok(tf_host_free(rt, p));
+    p = host_alloc(rt, MiB); /* from the driver */
+    assert_ok(tf_host_free(rt, p));
+    assert_int_equal(tfd()->tfd_pending(stream), 100); /* no wait */
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    p = host_alloc(rt, 2 * MiB);                     /* trimmed, then the retry succeeded */
+    assert_int_equal(tfd()->tfd_pending(stream), 0); /* the trim waited */
+    assert_ok(tf_host_free(rt, p));
+    /* Out of memory with nothing cached to trim: no wait either. */
+    assert_ok(tf_host_trim(rt));
+    for (k = 0; k < 100; ++k) queue_memset(rt, d, (unsigned char)k, 4 * KiB);
+    INJECT("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
+    assert_failure(tf_host_alloc(rt, 2 * MiB, &p), TF_ERROR_OUT_OF_MEMORY, "tf_host_alloc",
+                   "exhausted");
+    assert_int_equal(tfd()->tfd_pending(stream), 100);
+    assert_ok(tf_runtime_sync(rt));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
 /* Without an event the free waits for the stream; if that fails too the
  * block is leaked, never reused. */
 static void free_without_an_event_waits_or_leaks(void **state) {
@@ -420,6 +459,128 @@ static void refused_driver_free_leaks_the_block(void **state) {
     /* classes are trimmed smallest first: a was refused and stays allocated */
     assert_int_equal(tfd()->tfd_host_alloc_flags(a), CU_MEMHOSTALLOC_PORTABLE);
     assert_int_equal(tfd()->tfd_host_alloc_flags(b), ~0u);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* ---- synchronous copies that fail -------------------------------------------------
+ * tf_download and tf_upload wait for their copy; when that wait fails the
+ * copy may still be queued, so page-locked memory the pool tracks records
+ * the use as an asynchronous copy does: a freed block is not handed out
+ * again, and an unregister waits, until the slot's stream has passed it. */
+
+/* Device memory holding `n` bytes of `value`, written and waited for. */
+static uint64_t device_filled(tf_runtime *rt, size_t n, unsigned char value) {
+    unsigned char *bytes = malloc(n);
+    uint64_t d = lib_alloc(rt, n);
+    assert_non_null(bytes);
+    memset(bytes, value, n);
+    assert_ok(tf_upload(rt, bytes, d, n));
+    assert_ok(tf_runtime_sync(rt));
+    free(bytes);
+    return d;
+}
+
+static int all_bytes(const unsigned char *p, size_t n, unsigned char value) {
+    size_t i;
+    for (i = 0; i < n; ++i)
+        if (p[i] != value) return 0;
+    return 1;
+}
+
+static void failed_download_keeps_its_block_from_reuse(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 4 * KiB;
+    uint64_t d = device_filled(rt, n, 0x11);
+    unsigned char *block, *fresh;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, n);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(rt, d, block, n), TF_ERROR_CUDA, "tf_download",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block)); /* the header: safe at once */
+    assert_int_equal(stats_of(rt).pending_frees, 1);
+    fresh = host_alloc(rt, n);
+    assert_true(fresh != block);
+    memset(fresh, 0xcd, n);
+    assert_ok(tf_runtime_sync(rt)); /* the stale copy lands in the pool's block */
+    assert_true(all_bytes(fresh, n, 0xcd));
+    assert_ptr_equal(host_alloc(rt, n), block); /* the copy is past: the block comes back */
+    assert_ok(tf_host_free(rt, block));
+    assert_ok(tf_host_free(rt, fresh));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_upload_keeps_its_block_from_reuse(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 4 * KiB;
+    uint64_t d = device_filled(rt, n, 0);
+    unsigned char *block, *fresh, back[4096];
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, n);
+    memset(block, 0x22, n);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_upload(rt, block, d, n), TF_ERROR_CUDA, "tf_upload",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block));
+    fresh = host_alloc(rt, n);
+    assert_true(fresh != block);
+    memset(fresh, 0x33, n); /* the next owner's data never reaches the device */
+    assert_ok(tf_runtime_sync(rt));
+    assert_ok(tf_download(rt, d, back, n));
+    assert_true(all_bytes(back, n, 0x22));
+    assert_ok(tf_host_free(rt, fresh));
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+static void failed_download_into_a_range_delays_its_unregister(void **state) {
+    tf_runtime *rt = new_runtime();
+    const size_t n = 16 * KiB;
+    uint64_t d = device_filled(rt, n, 0x44);
+    unsigned char *mem = NULL;
+    void *stream = NULL;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_stream(rt, &stream));
+    assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
+    memset(mem, 0, n);
+    assert_ok(tf_host_register(rt, mem, n));
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download(rt, d, mem + 4096, 4096), TF_ERROR_CUDA, "tf_download",
+                   "cuStreamSynchronize failed");
+    assert_true(tfd()->tfd_pending(stream) > 0);
+    assert_ok(tf_host_unregister(rt, mem)); /* waited for the copy */
+    assert_int_equal(tfd()->tfd_pending(stream), 0);
+    assert_true(all_bytes(mem + 4096, 4096, 0x44));
+    free(mem); /* nothing writes it any more */
+    lib_free(rt, d);
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* tf_download_scalar never lets the device write `out`: it reads through
+ * the slot's mailbox, which a failure abandons.  A block holding `out` is
+ * free to be reused at once. */
+static void failed_scalar_read_never_writes_its_output(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = device_filled(rt, 64, 0x55);
+    unsigned char *block, *again;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, 64);
+    memset(block, 0x66, 64);
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
+    assert_failure(tf_download_scalar(rt, d, block, 8), TF_ERROR_CUDA, "tf_download_scalar",
+                   "cuStreamSynchronize failed");
+    assert_ok(tf_host_free(rt, block));
+    again = host_alloc(rt, 64);
+    assert_ptr_equal(again, block); /* no use recorded: none to wait for */
+    assert_ok(tf_runtime_sync(rt));
+    assert_true(all_bytes(again, 64, 0x66));
+    assert_ok(tf_host_free(rt, again));
+    lib_free(rt, d);
     assert_ok(tf_runtime_release(rt));
 }
 
@@ -597,7 +758,7 @@ static void handles_are_checked(void **state) {
 
 /* ---- teardown and fork ----------------------------------------------------------- */
 
-static void release_frees_the_cache_and_leaks_held_blocks(void **state) {
+static void release_frees_the_cache_and_keeps_held_blocks(void **state) {
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     const size_t n = 16 * KiB;
@@ -620,13 +781,146 @@ static void release_frees_the_cache_and_leaks_held_blocks(void **state) {
     assert_ok(tf_runtime_release(rt));
     log = log_capture_stop();
     assert_non_null(strstr(log, "1 tf_host_alloc blocks (4096 bytes) were not freed"));
+    assert_non_null(strstr(log, "tf_host_free(NULL, ptr)"));
     assert_int_equal(calls("cuMemFreeHost"), 2);
     assert_int_equal(calls("cuMemHostUnregister"), 1);
     assert_int_equal(tfd()->tfd_host_alloc_flags(cached), ~0u);
     assert_int_equal(tfd()->tfd_host_alloc_flags(pending), ~0u);
-    /* the caller may still read what it never freed */
+    /* the block the caller holds keeps the context, so it stays mapped */
+    assert_int_equal(tfd()->tfd_host_alloc_flags(held), CU_MEMHOSTALLOC_PORTABLE);
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 1);
     memset(held, 1, 4 * KiB);
+    assert_ok(tf_host_free(NULL, held));
+    assert_int_equal(tfd()->tfd_host_alloc_flags(held), ~0u);
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);        /* released with the last block */
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS), 0); /* freed, not reclaimed */
     free(mem);
+}
+
+/* The driver's view of `p` (cuPointerGetAttribute with the context `ctx`
+ * current): 1 when it is page-locked host memory the driver knows. */
+static int driver_knows_host_block(void *ctx, const void *p) {
+    PFN_cuPointerGetAttribute_v4000 attr = NULL;
+    void *entry = raw_driver_entry("cuPointerGetAttribute", 4000);
+    unsigned type = 0;
+    CUresult r;
+    assert_non_null(entry);
+    memcpy(&attr, &entry, sizeof attr);
+    raw_set_current_context(ctx);
+    r = attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+    raw_set_current_context(NULL);
+    return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST;
+}
+
+/* Whether device 0's primary context is active (retained by someone). */
+static int primary_active(void) {
+    PFN_cuDevicePrimaryCtxGetState_v7000 get_state = NULL;
+    void *entry = raw_driver_entry("cuDevicePrimaryCtxGetState", 7000);
+    unsigned flags = 0;
+    int active = -1;
+    assert_non_null(entry);
+    memcpy(&get_state, &entry, sizeof get_state);
+    assert_int_equal(get_state(0, &flags, &active), CUDA_SUCCESS);
+    return active;
+}
+
+/* Also on a GPU (the H200 unmapped such a block with the primary context):
+ * a block held at the runtime's last release stays mapped and readable,
+ * tf_host_free(NULL, ptr) frees it, and the context's retain goes with it. */
+static void held_block_outlives_its_runtime(void **state) {
+    const size_t n = 64 * KiB;
+    const int active_before = primary_active();
+    tf_runtime *rt = new_runtime();
+    void *ctx = NULL;
+    unsigned char *block;
+    size_t i;
+    (void)state;
+    assert_ok(tf_runtime_primary_context(rt, &ctx));
+    block = host_alloc(rt, n);
+    memset(block, 0x5a, n);
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    assert_non_null(strstr(log_capture_stop(), "were not freed"));
+    assert_true(driver_knows_host_block(ctx, block));
+    for (i = 0; i < n; i += 4096) assert_int_equal(block[i], 0x5a);
+    memset(block, 0xa5, n);
+    assert_ok(tf_host_free(NULL, block));
+    if (!active_before) assert_int_equal(primary_active(), 0);
+}
+
+/* Two runtimes on one device share its primary context: the block of the
+ * first outlives both. */
+static void held_block_outlives_two_runtimes(void **state) {
+    tf_runtime *a = new_runtime(), *b = new_runtime();
+    void *ctx = NULL;
+    unsigned char *block;
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_ok(tf_runtime_primary_context(a, &ctx));
+    block = host_alloc(a, 4 * KiB);
+    log_capture_start();
+    assert_ok(tf_runtime_release(a));
+    assert_ok(tf_runtime_release(b));
+    (void)log_capture_stop();
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 1);
+    assert_true(driver_knows_host_block(ctx, block));
+    memset(block, 3, 4 * KiB);
+    assert_ok(tf_host_free(NULL, block));
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+}
+
+/* tf_host_free(NULL, ptr) frees only such a block, once; through a live
+ * runtime it is refused with a message that says how to free it. */
+static void blocks_of_released_runtimes_are_freed_with_null(void **state) {
+    tf_runtime *rt = new_runtime(), *other = new_runtime();
+    unsigned char junk[16];
+    void *block, *mine;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, 4 * KiB);
+    mine = host_alloc(other, 4 * KiB);
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    (void)log_capture_stop();
+    assert_ok(tf_host_free(NULL, NULL));
+    assert_failure(tf_host_free(NULL, junk), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "runtime handle is NULL");
+    assert_failure(tf_host_free(NULL, mine), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "runtime handle is NULL"); /* its runtime lives: free it there */
+    assert_failure(tf_host_free(other, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "was not allocated by tf_host_alloc of this runtime", "tf_host_free(NULL, ptr)");
+    assert_failure(tf_host_free(NULL, (char *)block + 8), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "runtime handle is NULL");
+    assert_ok(tf_host_free(NULL, block));
+    assert_failure(tf_host_free(NULL, block), TF_ERROR_INVALID_ARGUMENT, "tf_host_free",
+                   "runtime handle is NULL");            /* a double free */
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 1); /* other's */
+    assert_ok(tf_host_free(other, mine));
+    assert_ok(tf_runtime_release(other));
+}
+
+/* A teardown that cannot prove the device idle leaks the streams; a held
+ * block still keeps the context (the device may write it), and
+ * tf_host_free(NULL, ptr) then only forgets it: the context's end frees it. */
+static void held_block_of_a_busy_teardown_goes_with_its_context(void **state) {
+    tf_runtime *rt = new_runtime();
+    uint64_t d = lib_alloc(rt, 4 * KiB);
+    void *block;
+    (void)state;
+    REQUIRE_DOUBLE();
+    block = host_alloc(rt, 4 * KiB);
+    assert_ok(tf_download_async(rt, d, block, 4 * KiB));
+    INJECT("cuStreamSynchronize", 1, CUDA_ERROR_LAUNCH_TIMEOUT, 1);
+    log_capture_start();
+    assert_ok(tf_runtime_release(rt));
+    (void)log_capture_stop();
+    assert_int_equal(tfd()->tfd_host_alloc_flags(block), CU_MEMHOSTALLOC_PORTABLE);
+    tfd()->tfd_log_clear();
+    assert_ok(tf_host_free(NULL, block));
+    assert_int_equal(calls("cuMemFreeHost"), 0);
+    assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+    assert_int_equal(tfd()->tfd_host_alloc_flags(block), ~0u); /* reclaimed with the context */
+    assert_true(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) >= 1);
 }
 
 /* A runtime that only ever touched the pool has no stream, and still
@@ -643,32 +937,19 @@ static void release_without_streams_frees_the_cache(void **state) {
     assert_int_equal(calls("cuMemFreeHost"), 1);
 }
 
-static void forked_child_refuses_the_pool(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *block = host_alloc(rt, 4 * KiB);
+/* Runs check(arg) in a forked child (20 s at most) and asserts it said
+ * yes. */
+static void assert_in_forked_child(int (*check)(void *), void *arg) {
     pid_t pid;
     int status = -1, verdict[2];
     char answer = 0;
-    (void)state;
     assert_int_equal(pipe(verdict), 0);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        tf_host_pool_stats s;
-        void *p = NULL;
         char ok;
         alarm(20);
-        tf_host_pool_stats_init(&s, sizeof s);
-        if (tfd()) tfd()->tfd_log_clear();
-        ok = tf_host_alloc(rt, 4096, &p) == TF_ERROR_RUNTIME_STATE &&
-                     strstr(tf_last_error_message(), "fork") != NULL &&
-                     tf_host_free(rt, block) == TF_ERROR_RUNTIME_STATE &&
-                     tf_host_trim(rt) == TF_ERROR_RUNTIME_STATE &&
-                     tf_host_stats(rt, &s) == TF_ERROR_RUNTIME_STATE &&
-                     tf_host_register(rt, &s, sizeof s) == TF_ERROR_RUNTIME_STATE &&
-                     tf_runtime_release(rt) == TF_OK && (!tfd() || tfd()->tfd_log_count() == 0)
-                 ? 'y'
-                 : 'n';
+        ok = check(arg) ? 'y' : 'n';
         if (write(verdict[1], &ok, 1) != 1) _exit(2);
         _exit(0);
     }
@@ -678,8 +959,56 @@ static void forked_child_refuses_the_pool(void **state) {
     assert_int_equal(read(verdict[0], &answer, 1), 1);
     close(verdict[0]);
     assert_int_equal(answer, 'y');
-    assert_ok(tf_host_free(rt, block));
+}
+
+struct pool_in_child {
+    tf_runtime *rt;
+    void *block;
+};
+
+static int child_refuses_the_pool(void *arg) {
+    struct pool_in_child *c = arg;
+    tf_host_pool_stats s;
+    void *p = NULL;
+    tf_host_pool_stats_init(&s, sizeof s);
+    if (tfd()) tfd()->tfd_log_clear();
+    return tf_host_alloc(c->rt, 4096, &p) == TF_ERROR_RUNTIME_STATE &&
+           strstr(tf_last_error_message(), "fork") != NULL &&
+           tf_host_free(c->rt, c->block) == TF_ERROR_RUNTIME_STATE &&
+           tf_host_trim(c->rt) == TF_ERROR_RUNTIME_STATE &&
+           tf_host_stats(c->rt, &s) == TF_ERROR_RUNTIME_STATE &&
+           tf_host_register(c->rt, &s, sizeof s) == TF_ERROR_RUNTIME_STATE &&
+           tf_runtime_release(c->rt) == TF_OK && (!tfd() || tfd()->tfd_log_count() == 0);
+}
+
+static void forked_child_refuses_the_pool(void **state) {
+    struct pool_in_child c;
+    (void)state;
+    c.rt = new_runtime();
+    c.block = host_alloc(c.rt, 4 * KiB);
+    assert_in_forked_child(child_refuses_the_pool, &c);
+    assert_ok(tf_host_free(c.rt, c.block));
+    assert_ok(tf_runtime_release(c.rt));
+}
+
+static int child_refuses_the_outliving_block(void *block) {
+    if (tfd()) tfd()->tfd_log_clear();
+    return tf_host_free(NULL, block) == TF_ERROR_RUNTIME_STATE &&
+           strstr(tf_last_error_message(), "fork") != NULL &&
+           (!tfd() || tfd()->tfd_log_count() == 0);
+}
+
+/* In a forked child a block that outlived its runtime is the parent's:
+ * refused, no driver call. */
+static void forked_child_refuses_a_block_that_outlived_its_runtime(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *block = host_alloc(rt, 4 * KiB);
+    (void)state;
+    log_capture_start();
     assert_ok(tf_runtime_release(rt));
+    (void)log_capture_stop();
+    assert_in_forked_child(child_refuses_the_outliving_block, block);
+    assert_ok(tf_host_free(NULL, block));
 }
 
 int main(void) {
@@ -693,17 +1022,27 @@ int main(void) {
         TF_TEST(recorded_caller_use_delays_reuse),
         TF_TEST(free_events_are_pooled),
         TF_TEST(out_of_page_locked_memory_trims_and_retries),
+        TF_TEST(alloc_waits_for_the_device_only_to_trim),
         TF_TEST(free_without_an_event_waits_or_leaks),
         TF_TEST(failed_queries_keep_the_block_pending),
         TF_TEST(refused_driver_free_leaks_the_block),
+        TF_TEST(failed_download_keeps_its_block_from_reuse),
+        TF_TEST(failed_upload_keeps_its_block_from_reuse),
+        TF_TEST(failed_download_into_a_range_delays_its_unregister),
+        TF_TEST(failed_scalar_read_never_writes_its_output),
         TF_TEST(registered_memory_lifecycle),
         TF_TEST(memory_page_locked_elsewhere_is_refused),
         TF_TEST(register_failures),
         TF_TEST(bad_arguments_are_refused),
         TF_TEST(handles_are_checked),
-        TF_TEST(release_frees_the_cache_and_leaks_held_blocks),
+        TF_TEST(release_frees_the_cache_and_keeps_held_blocks),
+        TF_TEST(held_block_outlives_its_runtime),
+        TF_TEST(held_block_outlives_two_runtimes),
+        TF_TEST(blocks_of_released_runtimes_are_freed_with_null),
+        TF_TEST(held_block_of_a_busy_teardown_goes_with_its_context),
         TF_TEST(release_without_streams_frees_the_cache),
         TF_TEST(forked_child_refuses_the_pool),
+        TF_TEST(forked_child_refuses_a_block_that_outlived_its_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

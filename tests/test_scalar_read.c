@@ -265,6 +265,7 @@ static void fault_ahead_of_the_read_is_reported(void **state) {
 static void failure_abandons_the_mailbox(const char *entry, int busy, tf_status expected) {
     struct fixture f;
     uint32_t out = 7;
+    const long reclaimed = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     open_fixture(&f);
     tfd()->tfd_set_execution(TFD_EXEC_SYNC);
     read_and_check(&f, 0, 4);
@@ -280,7 +281,9 @@ static void failure_abandons_the_mailbox(const char *entry, int busy, tf_status 
     assert_int_equal(logged("cuMemHostAlloc"), 1);
     assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 2);
     close_fixture(&f);
-    assert_int_equal(live(TFD_HOST_ALLOCS) - f.hosts, 1); /* the abandoned one */
+    /* the abandoned one was never freed: it went with the context */
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed, 1);
 }
 
 static void flag_write_failure(void **state) {
@@ -407,6 +410,97 @@ static void missing_write_value_falls_back(void **state) {
     assert_int_equal(run_child("without_write_value", NULL), 0);
 }
 
+/* ---- refusals: copy and wait, once, for the runtime ----------------------------
+ * A driver that has cuStreamWriteValue32 may still refuse it (stream memory
+ * operations off on the platform: CUDA_ERROR_NOT_SUPPORTED), and one that
+ * maps host memory may refuse a mailbox's mapping.  The first refusal
+ * switches the runtime to a copy and a stream wait, with one warning; the
+ * read that met it still succeeds and keeps its mailbox. */
+
+static int occurrences(const char *text, const char *what) {
+    int n = 0;
+    for (; (text = strstr(text, what)) != NULL; text += strlen(what)) ++n;
+    return n;
+}
+
+/* 100 reads, idle and (when `busy`) behind queued work, all right; the
+ * warning once; one mailbox. */
+static void hundred_reads_after_a_refusal(struct fixture *f, int busy, const char *warning) {
+    const char *warnings;
+    int k;
+    log_capture_start();
+    for (k = 0; k < 100; ++k) {
+        if (busy && k % 2) make_busy(f->rt, f->scratch);
+        read_and_check(f, (size_t)(k % 40), 4);
+    }
+    warnings = log_capture_stop();
+    assert_int_equal(occurrences(warnings, "tf_download_scalar: "), 1);
+    assert_non_null(strstr(warnings, warning));
+    assert_non_null(strstr(warnings, "a copy and a stream wait"));
+    assert_int_equal(live(TFD_HOST_ALLOCS) - f->hosts, 1);
+}
+
+static void refused_flag_write_falls_back_once(void **state) {
+    struct fixture f;
+    (void)state;
+    REQUIRE_DOUBLE();
+    open_fixture(&f);
+    INJECT("cuStreamWriteValue32", 1, CUDA_ERROR_NOT_SUPPORTED, 0);
+    tfd()->tfd_log_clear();
+    hundred_reads_after_a_refusal(&f, 0, "cuStreamWriteValue32 was refused");
+    assert_int_equal(logged("cuStreamWriteValue32"), 1); /* asked once */
+    assert_int_equal(tf_last_error_status(), TF_OK);
+    close_fixture(&f);
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+}
+
+/* The double refuses stream memory operations when the device attribute
+ * says they are off, as such a platform does. */
+static void stream_memory_operations_off_fall_back_once(void **state) {
+    struct fixture f;
+    (void)state;
+    REQUIRE_DOUBLE();
+    tfd()->tfd_set_attribute(0, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0);
+    open_fixture(&f);
+    tfd()->tfd_log_clear();
+    hundred_reads_after_a_refusal(&f, 1, "cuStreamWriteValue32 was refused");
+    assert_int_equal(logged("cuStreamWriteValue32"), 1);
+    assert_true(logged("cuLaunchKernel") > 0); /* the busy path is the kernel still */
+    close_fixture(&f);
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+}
+
+static void refused_mapping_falls_back_once(void **state) {
+    struct fixture f;
+    (void)state;
+    REQUIRE_DOUBLE();
+    open_fixture(&f);
+    INJECT("cuMemHostGetDevicePointer", 1, CUDA_ERROR_NOT_SUPPORTED, 0);
+    tfd()->tfd_log_clear();
+    hundred_reads_after_a_refusal(&f, 1, "cuMemHostGetDevicePointer");
+    assert_int_equal(logged("cuMemHostGetDevicePointer"), 1);
+    assert_int_equal(logged("cuStreamWriteValue32") + logged("cuLaunchKernel"), 0);
+    close_fixture(&f);
+    assert_int_equal(live(TFD_HOST_ALLOCS), f.hosts);
+}
+
+/* CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS gated the v1 stream memory
+ * operations, which CUDA 12.0 (the oldest driver the library runs on)
+ * removed; the v2 cuStreamWriteValue32 the library calls is on by default
+ * on every platform.  So nothing is asked up front, and no attribute answer
+ * can turn the flag write off: only a refusal does. */
+static void stream_memory_operations_are_not_asked_up_front(void **state) {
+    struct fixture f;
+    (void)state;
+    REQUIRE_DOUBLE();
+    open_fixture(&f);
+    tfd()->tfd_log_clear();
+    read_and_check(&f, 0, 4);
+    assert_int_equal(logged("cuDeviceGetAttribute"), 0);
+    assert_int_equal(logged("cuStreamWriteValue32"), 1);
+    close_fixture(&f);
+}
+
 /* A sticky fault the query reports: nothing queued, the runtime refuses. */
 static void query_reports_a_device_fault(void **state) {
     struct fixture f;
@@ -443,6 +537,10 @@ int main(void) {
         TF_TEST(module_load_failure),
         TF_TEST(module_function_failure),
         TF_TEST(missing_write_value_falls_back),
+        TF_TEST(refused_flag_write_falls_back_once),
+        TF_TEST(stream_memory_operations_off_fall_back_once),
+        TF_TEST(refused_mapping_falls_back_once),
+        TF_TEST(stream_memory_operations_are_not_asked_up_front),
         TF_TEST(query_reports_a_device_fault),
     };
     child_dispatch(scenarios);

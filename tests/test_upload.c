@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -179,6 +180,7 @@ static void pipeline_failure(uint32_t threads, const char *entry, unsigned long 
                              tf_status expected) {
     const size_t n = MiB + 5;
     const long hosts = live(TFD_HOST_ALLOCS);
+    const long reclaimed_hosts = tfd()->tfd_reclaimed(TFD_HOST_ALLOCS);
     tf_runtime *rt = runtime_with(1, threads, 64 << 10);
     uint64_t d = lib_alloc(rt, n);
     unsigned char *src = malloc(n), *back = malloc(n);
@@ -199,7 +201,9 @@ static void pipeline_failure(uint32_t threads, const char *entry, unsigned long 
     assert_pattern(back, n, 8);
     lib_free(rt, d);
     assert_ok(tf_runtime_release(rt));
-    assert_int_equal(live(TFD_HOST_ALLOCS) - hosts, depth);
+    /* The abandoned ring was never freed: it went with the context. */
+    assert_int_equal(live(TFD_HOST_ALLOCS), hosts);
+    assert_int_equal(tfd()->tfd_reclaimed(TFD_HOST_ALLOCS) - reclaimed_hosts, depth);
     free(back);
     free(src);
 }
@@ -299,6 +303,75 @@ static void cancelled_upload_runs_to_its_end(void **state) {
     free(src);
 }
 
+/* A cancellation request pending when tf_upload starts acts after it
+ * returns, also when the call logs before or after the staged part (a log
+ * callback is a cancellation point), as for tf_download (test_download.c):
+ * before, a failed activation whose rollback fails; after, a restore that
+ * fails, logged from the frame's destructor (a child: a cancellation acted
+ * on there ends the process). */
+
+struct upload_args {
+    tf_runtime *rt;
+    const void *src;
+    uint64_t dst;
+    size_t len;
+};
+
+static tf_status do_upload(void *p) {
+    struct upload_args *a = p;
+    return tf_upload(a->rt, a->src, a->dst, a->len);
+}
+
+static void open_upload(struct upload_args *a) {
+    a->rt = runtime_with(1, 4, 1 << 20);
+    a->len = 4 * MiB;
+    a->dst = lib_alloc(a->rt, a->len);
+    a->src = calloc(1, a->len);
+}
+
+static void close_upload(struct upload_args *a) {
+    tfd()->tfd_clear_faults();
+    lib_free(a->rt, a->dst);
+    ignore_status(tf_runtime_release(a->rt));
+    free((void *)a->src);
+}
+
+static void cancelled_upload_logging_before_its_copy_returns(void **state) {
+    struct upload_args a;
+    tf_status st = TF_OK;
+    (void)state;
+    REQUIRE_DOUBLE();
+    open_upload(&a);
+    assert_non_null(a.src);
+    INJECT("cuCtxSetCurrent", 1, CUDA_ERROR_UNKNOWN, 2); /* the activation and its rollback */
+    assert_int_equal(call_with_cancel_pending(do_upload, &a, &st), 1);
+    assert_int_equal(st, TF_ERROR_CUDA);
+    close_upload(&a);
+}
+
+static int child_cancelled_upload_logging_after_its_copy(void) {
+    struct upload_args a;
+    tf_status st = TF_ERROR_INTERNAL;
+    open_upload(&a);
+    SCENARIO_CHECK(a.src != NULL);
+    INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_UNKNOWN, 1); /* the restore */
+    SCENARIO_CHECK(call_with_cancel_pending(do_upload, &a, &st) == 1);
+    SCENARIO_CHECK(st == TF_OK);
+    close_upload(&a);
+    return 0;
+}
+
+static void cancelled_upload_logging_after_its_copy_returns(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_int_equal(run_child("cancelled_upload_logging_after_its_copy", NULL), 0);
+}
+
+static const struct child_scenario scenarios[] = {
+    {"cancelled_upload_logging_after_its_copy", child_cancelled_upload_logging_after_its_copy},
+    {NULL, NULL},
+};
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(round_trips_with_defaults),
@@ -311,6 +384,9 @@ int main(void) {
         TF_TEST(event_failures),
         TF_TEST(ring_allocation_failure),
         TF_TEST(cancelled_upload_runs_to_its_end),
+        TF_TEST(cancelled_upload_logging_before_its_copy_returns),
+        TF_TEST(cancelled_upload_logging_after_its_copy_returns),
     };
+    child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,10 +5,12 @@
 #include "runtime/call_frame.h"
 #include "transfer/device_range.h"
 #include "transfer/staged_upload.h"
+#include "util/defer_cancellation.h"
 
 extern "C" {
 
 TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t len) {
+    tf::DeferCancellation no_cancel;  // as tf_download
     static const char op[] = "tf_upload";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
@@ -31,7 +33,7 @@ TF_API tf_status tf_upload(tf_runtime *rt, const void *src, uint64_t dst, size_t
         // reads page-locked memory itself, so wait until it has.
         if (st == TF_OK && host_kind == tf::HostMemory::page_locked)
             st = TF_CU(api, cuStreamSynchronize, frame.stream());
-        return st;
+        return tf::finish_host_copy(frame, host_kind, src, len, st);
     });
 }
 

@@ -7,6 +7,7 @@
 #include "transfer/device_range.h"
 #include "transfer/scalar_read.h"
 #include "transfer/staged_download.h"
+#include "util/defer_cancellation.h"
 
 namespace {
 
@@ -40,6 +41,10 @@ TF_API tf_status tf_download_scalar(tf_runtime *rt, uint64_t src, void *out, siz
 }
 
 TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len) {
+    // A pthread_cancel acts after the call: a log line or a driver call may
+    // be a cancellation point anywhere in it, and the frame's destructor,
+    // which may log, must not unwind (the header's promise).
+    tf::DeferCancellation no_cancel;
     static const char op[] = "tf_download";
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (len == 0) return TF_OK;
@@ -57,7 +62,8 @@ TF_API tf_status tf_download(tf_runtime *rt, uint64_t src, void *dst, size_t len
         // Page-locked memory the device writes directly; small pageable
         // copies go through the driver's own staging.
         st = TF_CU(api, cuMemcpyDtoHAsync, dst, src, len, frame.stream());
-        return st == TF_OK ? TF_CU(api, cuStreamSynchronize, frame.stream()) : st;
+        if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, frame.stream());
+        return tf::finish_host_copy(frame, host_kind, dst, len, st);
     });
 }
 

@@ -9,6 +9,7 @@
 #include "util/struct_io.h"
 #include "runtime/call_frame.h"
 #include "runtime/graph_capture.h"
+#include "transfer/orphan_blocks.h"
 
 namespace {
 
@@ -39,6 +40,9 @@ TF_API tf_status tf_host_alloc(tf_runtime *rt, size_t bytes, void **out_ptr) {
 
 TF_API tf_status tf_host_free(tf_runtime *rt, void *ptr) {
     static const char op[] = "tf_host_free";
+    // NULL: a block whose runtime was released (NOTE [blocks outliving
+    // their runtime]).
+    if (!rt) return tf::guarded(op, [&] { return ptr ? tf::free_orphan_block(ptr) : TF_OK; });
     return tf::runtime_call(op, rt, [&](tf::RuntimeState &state) -> tf_status {
         if (!ptr) return TF_OK;
         return with_pool(state, [&](tf::HostPool &pool) { return pool.free(state.api(), ptr); });

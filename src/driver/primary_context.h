@@ -15,6 +15,13 @@ public:
     ~PrimaryContextRetain() { release(); }
     PrimaryContextRetain(const PrimaryContextRetain &) = delete;
     PrimaryContextRetain &operator=(const PrimaryContextRetain &) = delete;
+    // Takes over `other`'s retain (other then holds none): the retain
+    // changes owner without a driver call.
+    PrimaryContextRetain(PrimaryContextRetain &&other) noexcept
+        : api_(other.api_), device_(other.device_), context_(other.context_), held_(other.held_) {
+        other.held_ = false;
+    }
+    PrimaryContextRetain &operator=(PrimaryContextRetain &&) = delete;
 
     // Retains the primary context of `device`.
     tf_status retain(const DriverApi &api, CUdevice device);

@@ -18,4 +18,11 @@ tf_status check_host_transfer(const CallFrame &frame, const char *device_name, u
     return st;
 }
 
+tf_status finish_host_copy(const CallFrame &frame, HostMemory host_kind, const void *host,
+                           size_t len, tf_status st) {
+    if (st != TF_OK && host_kind == HostMemory::page_locked)
+        frame.state().host_pool().record_unfinished_copy(host, len, frame.slot(), frame.stream());
+    return st;
+}
+
 }  // namespace tf

@@ -104,4 +104,12 @@ tf_status check_host_transfer(const CallFrame &frame, const char *device_name, u
                               const char *host_name, const void *host, size_t len,
                               HostMemory *host_kind);
 
+// The end of a synchronous copy between the device and `host` (queued on
+// the frame's stream, then waited for; `st` is how that went).  When it
+// failed and `host` is page-locked the stream may still read or write it:
+// the runtime's blocks and registered ranges there record the use, so
+// tf_host_free and tf_host_unregister wait for the stream.  Returns st.
+tf_status finish_host_copy(const CallFrame &frame, HostMemory host_kind, const void *host,
+                           size_t len, tf_status st);
+
 }  // namespace tf

@@ -106,6 +106,7 @@ private:
     void release_stream_resources();
     tf_status join_device_pool();
     void leave_device_pool();
+    void hand_over_held_blocks(bool idle, bool quiet);
 
     static constexpr int kFaultNone = 0, kFaultWriting = 1, kFaultRecorded = 2;
 

@@ -8,11 +8,14 @@
 // context; put the caller's context back.  After a sticky fault, in a forked
 // child, or once the driver is deinitialized, the device is not touched and
 // the resources are leaked without a warning.  Page-locked host memory
-// (transfer/host_pool.h) follows the streams: freed with them, or leaked with them.
-// The runtime's reference to its device's memory pool goes last before the
-// primary context: the last runtime of the device destroys the pool
-// (runtime/pool_registry.h); its uses and its place in the pool's list of
-// runtimes go once its streams are synchronized, before they are destroyed.
+// (transfer/host_pool.h) follows the streams: freed with them, or leaked
+// with them; except the blocks the caller still holds, which keep the
+// primary context retained until they are freed (NOTE [blocks outliving
+// their runtime]).  The runtime's reference to its device's memory pool
+// goes before the primary context: the last runtime of the device destroys
+// the pool (runtime/pool_registry.h); its uses and its place in the pool's
+// list of runtimes go once its streams are synchronized, before they are
+// destroyed.
 #include <cstdio>
 
 #include "driver/context_scope.h"
@@ -57,11 +60,14 @@ void RuntimeState::teardown() {
     for (int i = 0; i < slot_count(); ++i) any_stream |= existing_stream(i) != nullptr;
     ContextScope scope;
     scope.quiet_when_deinitialized();
+    bool idle = false;   // every stream retired: nothing the runtime queued still runs
+    bool quiet = false;  // the driver is gone (process exit)
     // Page-locked blocks need the context even when no stream was made.
     if ((any_stream || !host_pool_.empty()) && !faulted()) {
         // Pending releases run below: caller code.
         if (scope.enter_for_caller_code(*api_, context()) != TF_OK) {
-            if (!quiet_failure(static_cast<CUresult>(current_error().code)))
+            quiet = quiet_failure(static_cast<CUresult>(current_error().code));
+            if (!quiet)
                 log(TF_LOG_WARNING, "%s; leaking the runtime's streams and their resources",
                     current_error().message);
         } else {
@@ -69,11 +75,13 @@ void RuntimeState::teardown() {
             if (!any_stream || synchronize_all_streams()) {
                 if (device_pool_) device_pool_->detach(this);
                 release_stream_resources();
+                idle = true;
             }
         }
     }
     leave_device_pool();
-    primary_.release();
+    hand_over_held_blocks(idle, quiet);
+    primary_.release();  // unless the held blocks took it
     scope.leave();
 }
 
@@ -82,6 +90,13 @@ void RuntimeState::leave_device_pool() {
     device_pool_->detach(this);
     release_device_pool(*api_, device_pool_, faulted(), context());
     device_pool_ = nullptr;
+}
+
+// NOTE [blocks outliving their runtime]: the blocks the caller still holds
+// take the runtime's primary context retain with them.
+void RuntimeState::hand_over_held_blocks(bool idle, bool quiet) {
+    std::vector<OrphanBlock> held = host_pool_.take_held_blocks();
+    if (!held.empty()) adopt_orphan_blocks(*api_, std::move(primary_), idle, quiet, held);
 }
 
 bool RuntimeState::synchronize_all_streams() {

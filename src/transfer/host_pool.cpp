@@ -76,6 +76,16 @@ tf_status HostPool::fail_not_ours(const char *name, const void *ptr, const char 
     return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "%s %p %s", name, ptr, what);
 }
 
+tf_status HostPool::fail_not_allocated(const void *ptr) const {
+    return fail_not_ours("ptr", ptr,
+                         is_orphan_block(ptr)
+                             ? "was not allocated by tf_host_alloc of this runtime: it is a "
+                               "block whose runtime was released; free it with "
+                               "tf_host_free(NULL, ptr)"
+                             : "was not allocated by tf_host_alloc of this runtime (pageable "
+                               "memory, another runtime's block, or a stale pointer)");
+}
+
 // ---- allocation -------------------------------------------------------------------------
 
 tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
@@ -103,7 +113,8 @@ tf_status HostPool::allocate(const DriverApi &api, size_t bytes, void **out) {
 }
 
 // Outside the lock: pinning memory can take milliseconds.  Out of
-// page-locked memory, the cache is trimmed and the call made once more.
+// page-locked memory, the cache is trimmed (which waits for the device) and
+// the call made once more.
 tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity,
                                          void **out) {
     if (!api.cuMemHostAlloc) return fail_missing("cuMemHostAlloc");
@@ -111,17 +122,12 @@ tf_status HostPool::allocate_from_driver(const DriverApi &api, size_t bytes, siz
     void *p = nullptr;
     CUresult r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        std::vector<std::unique_ptr<Range>> cached;
+        uint64_t released = 0;
         {
-            WriteLock hold(*this);
-            poll_all_locked(api);
-            cached = take_cached_locked();
-        }
-        if (!cached.empty()) {
             KeepLastError keep;  // the retry's answer is the call's
-            (void)free_to_driver(api, std::move(cached));
-            r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
+            (void)trim(api, &released);
         }
+        if (released != 0) r = api.cuMemHostAlloc(&p, capacity, kAllocFlags);
     }
     if (r != CUDA_SUCCESS)
         return fail_cuda(api, "cuMemHostAlloc", r,
@@ -152,10 +158,7 @@ tf_status HostPool::free(const DriverApi &api, void *ptr) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     WriteLock hold(*this);
     Range *r = find_locked(p);
-    if (!r)
-        return fail_not_ours("ptr", ptr,
-                             "was not allocated by tf_host_alloc of this runtime (pageable "
-                             "memory, another runtime's block, or a stale pointer)");
+    if (!r) return fail_not_allocated(ptr);
     if (r->kind == Kind::registered)
         return fail_not_ours("ptr", ptr,
                              "lies in a range registered with tf_host_register; release it "
@@ -302,14 +305,17 @@ std::vector<std::unique_ptr<HostPool::Range>> HostPool::take_cached_locked() {
 }
 
 // Blocks the driver refuses to free are leaked (logged); the first refusal
-// is the status.
-tf_status HostPool::free_to_driver(const DriverApi &api,
-                                   std::vector<std::unique_ptr<Range>> ranges) {
+// is the status.  *released gets the bytes freed.
+tf_status HostPool::free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges,
+                                   uint64_t *released) {
     tf_status first = TF_OK;
     for (const auto &r : ranges) {
         CUresult res =
             api.cuMemFreeHost ? api.cuMemFreeHost(as_ptr(r->base)) : CUDA_ERROR_NOT_FOUND;
-        if (res == CUDA_SUCCESS) continue;
+        if (res == CUDA_SUCCESS) {
+            if (released) *released += r->capacity;
+            continue;
+        }
         if (first == TF_OK)
             first = api.cuMemFreeHost ? fail_cuda(api, "cuMemFreeHost", res)
                                       : fail_missing("cuMemFreeHost");
@@ -319,14 +325,15 @@ tf_status HostPool::free_to_driver(const DriverApi &api,
     return first;
 }
 
-tf_status HostPool::trim(const DriverApi &api) {
+tf_status HostPool::trim(const DriverApi &api, uint64_t *released) {
     std::vector<std::unique_ptr<Range>> cached;
     {
         WriteLock hold(*this);
         poll_all_locked(api);
         cached = take_cached_locked();
     }
-    return free_to_driver(api, std::move(cached));
+    if (released) *released = 0;
+    return free_to_driver(api, std::move(cached), released);
 }
 
 // ---- registered ranges ----------------------------------------------------------------
@@ -445,9 +452,29 @@ tf_status HostPool::record_use(const void *ptr, int slot, CUstream stream) {
         return fail_not_ours("ptr", ptr,
                              "is not inside a live tf_host_alloc block or tf_host_register "
                              "range of this runtime");
-    streams_[slot].store(stream, std::memory_order_relaxed);
-    r->used[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_relaxed);
+    mark_used_locked(r, slot, stream);
     return TF_OK;
+}
+
+// Both are set once per block and slot, then only read: no store, and no
+// atomic read-modify-write, on the copies after the first.
+void HostPool::mark_used_locked(Range *r, int slot, CUstream stream) {
+    if (streams_[slot].load(std::memory_order_relaxed) != stream)
+        streams_[slot].store(stream, std::memory_order_relaxed);
+    std::atomic<uint64_t> &used = r->used[slot / 64];
+    const uint64_t bit = uint64_t(1) << (slot % 64);
+    if (!(used.load(std::memory_order_relaxed) & bit))
+        used.fetch_or(bit, std::memory_order_relaxed);
+}
+
+void HostPool::record_unfinished_copy(const void *ptr, size_t len, int slot, CUstream stream) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    const uintptr_t end = len > UINTPTR_MAX - p ? UINTPTR_MAX : p + len;
+    std::shared_lock<std::shared_mutex> hold(mutex_);
+    Range *first = find_locked(p);
+    if (first && first->phase == Phase::live) mark_used_locked(first, slot, stream);
+    for (auto it = ranges_.upper_bound(p); it != ranges_.end() && it->first < end; ++it)
+        if (it->second->phase == Phase::live) mark_used_locked(it->second.get(), slot, stream);
 }
 
 tf_status HostPool::begin_use(const char *name, const void *ptr, size_t len, int slot,
@@ -470,14 +497,7 @@ tf_status HostPool::find_use(const char *name, const void *ptr, size_t len, int 
     Range *r = nullptr;
     tf_status st = check_locked(name, ptr, len, &r);
     if (st != TF_OK) return st;
-    // Both are set once per block and slot, then only read: no store, and
-    // no atomic read-modify-write, on the copies after the first.
-    if (streams_[slot].load(std::memory_order_relaxed) != stream)
-        streams_[slot].store(stream, std::memory_order_relaxed);
-    std::atomic<uint64_t> &used = r->used[slot / 64];
-    const uint64_t bit = uint64_t(1) << (slot % 64);
-    if (!(used.load(std::memory_order_relaxed) & bit))
-        used.fetch_or(bit, std::memory_order_relaxed);
+    mark_used_locked(r, slot, stream);
     return TF_OK;
 }
 
@@ -546,36 +566,45 @@ void HostPool::release_all(const DriverApi &api) {
         for (CUevent ev : p.events) events_.push_back(ev);
     pending_.clear();
     pending_count_.store(0, std::memory_order_relaxed);
-    uint64_t leaked = 0, leaked_bytes = 0;
-    for (auto &entry : ranges_) {
-        Range &r = *entry.second;
+    for (auto it = ranges_.begin(); it != ranges_.end();) {
+        Range &r = *it->second;
+        if (r.kind == Kind::block && r.phase == Phase::live) {  // the caller's still
+            ++it;
+            continue;
+        }
         CUresult res = CUDA_SUCCESS;
         const char *call = "cuMemFreeHost";
         if (r.kind == Kind::registered) {
             call = "cuMemHostUnregister";
             if (api.cuMemHostUnregister) res = api.cuMemHostUnregister(as_ptr(r.base));
-        } else if (r.phase == Phase::live) {
-            ++leaked;  // the caller may still read it
-            leaked_bytes += r.capacity;
-            continue;
         } else if (api.cuMemFreeHost) {
             res = api.cuMemFreeHost(as_ptr(r.base));
         }
         if (res != CUDA_SUCCESS && res != CUDA_ERROR_DEINITIALIZED)
             log(TF_LOG_WARNING, "tf_runtime_release: %s of %p failed: %s", call, as_ptr(r.base),
                 describe_cuda(api, res, what, sizeof what));
+        it = ranges_.erase(it);
     }
-    if (leaked != 0)
-        log(TF_LOG_WARNING,
-            "tf_runtime_release: %llu tf_host_alloc blocks (%llu bytes) were not freed; they "
-            "stay allocated, page-locked, until the process exits",
-            static_cast<unsigned long long>(leaked), static_cast<unsigned long long>(leaked_bytes));
     for (CUevent ev : events_)
         if (api.cuEventDestroy) (void)api.cuEventDestroy(ev);
     events_.clear();
     cached_.clear();
-    ranges_.clear();
     stats_ = tf_host_pool_stats{};
+}
+
+std::vector<OrphanBlock> HostPool::take_held_blocks() {
+    std::unique_lock<std::shared_mutex> hold(mutex_);
+    std::vector<OrphanBlock> held;
+    for (auto it = ranges_.begin(); it != ranges_.end();) {
+        const Range &r = *it->second;
+        if (r.kind == Kind::block && r.phase == Phase::live) {
+            held.push_back(OrphanBlock{r.base, r.capacity});
+            it = ranges_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return held;
 }
 
 }  // namespace tf

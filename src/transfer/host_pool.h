@@ -59,6 +59,7 @@
 #include "driver/driver_api.h"
 #include "tenferro_gpu.h"
 #include "transfer/capture_gate.h"
+#include "transfer/orphan_blocks.h"
 
 namespace tf {
 
@@ -83,7 +84,14 @@ public:
     tf_status free(const DriverApi &api, void *ptr);
     tf_status register_range(const DriverApi &api, void *ptr, size_t bytes);
     tf_status unregister_range(const DriverApi &api, void *ptr);
-    tf_status trim(const DriverApi &api);
+    // Gives every cached block no stream still uses back to the driver,
+    // after polling the pending frees; *released (if not NULL) gets the
+    // bytes given back.  Blocks in use and pending frees stay.  The one
+    // function every cache release goes through (tf_host_trim, the retry of
+    // an allocation out of page-locked memory, another layer's out-of-memory
+    // path).  It WAITS FOR THE DEVICE whenever it frees a block:
+    // cuMemFreeHost synchronizes (the device's queued work, every stream).
+    tf_status trim(const DriverApi &api, uint64_t *released = nullptr);
     // Moves every pending free whose events completed to the cache.  Records
     // no error.
     void poll(const DriverApi &api);
@@ -97,6 +105,12 @@ public:
     // `stream` (slot `slot`) uses the live block or registered range that
     // holds `ptr`.
     tf_status record_use(const void *ptr, int slot, CUstream stream);
+    // A synchronous copy between [ptr, ptr + len) and the device failed
+    // after it was queued: `stream` may still use every live block and
+    // registered range the span touches, so each records the use, as a
+    // queued asynchronous copy's does.  Memory the pool does not track is
+    // ignored.  Records no error.
+    void record_unfinished_copy(const void *ptr, size_t len, int slot, CUstream stream);
 
     // Held by a copy from the lookup until it is queued: the lookup's count,
     // or the shared mutex when a writer was in.
@@ -139,9 +153,12 @@ public:
 
     // Teardown after every stream was synchronized: cached and pending
     // blocks go back to the driver, registered ranges are unregistered, the
-    // events destroyed; blocks the caller still holds are leaked (logged).
-    // Failures are logged.
+    // events destroyed.  Failures are logged.  Blocks the caller still
+    // holds stay, for take_held_blocks().
     void release_all(const DriverApi &api);
+    // Teardown: the blocks the caller still holds, taken out of the pool to
+    // outlive it (NOTE [blocks outliving their runtime]).  No driver call.
+    std::vector<OrphanBlock> take_held_blocks();
 
 private:
     enum class Kind : uint8_t { block, registered };
@@ -167,17 +184,20 @@ private:
     tf_status check_locked(const char *name, const void *ptr, size_t len, Range **out) const;
     CUevent take_event_locked(const DriverApi &api);
     bool mark_quietly(const DriverApi &api, int slot, CUstream stream, CUevent own, CUevent *used);
+    void mark_used_locked(Range *r, int slot, CUstream stream);
     void cache_locked(Range *r);
     void poll_front_locked(const DriverApi &api);
     void poll_all_locked(const DriverApi &api);
     bool pending_done(const DriverApi &api, const Pending &p) const;
     void finish_pending_locked(std::deque<Pending>::iterator it);
     std::vector<std::unique_ptr<Range>> take_cached_locked();
-    tf_status free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges);
+    tf_status free_to_driver(const DriverApi &api, std::vector<std::unique_ptr<Range>> ranges,
+                             uint64_t *released);
     tf_status allocate_from_driver(const DriverApi &api, size_t bytes, size_t capacity, void **out);
     tf_status park_used_locked(const DriverApi &api, Range *r);
     tf_status fail_not_ours(const char *name, const void *ptr, const char *what) const
         __attribute__((cold, noinline));
+    tf_status fail_not_allocated(const void *ptr) const __attribute__((cold, noinline));
 
     // What a copy's lookup reads comes first, together.
     std::atomic<uint32_t> readers_{0};                  // copies' lookups reading without the mutex

@@ -74,11 +74,11 @@ bool spin_for_flag(const ScalarMailbox &box, uint32_t seq, std::chrono::microsec
 
 // The path to take on `stream`: after a streak of quick reads the plan's
 // idle one unasked (NOTE [idle streak]), else the idle or busy one as
-// cuStreamQuery says; a path this runtime cannot run falls back to
-// copy_sync.
-tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, CUstream stream,
-                      const ScalarReadPlan &plan, const ScalarMailbox &box, ScalarPath *path,
-                      CUfunction *fn) {
+// cuStreamQuery says; a path this runtime cannot run (an unmapped mailbox
+// runs neither the kernel nor the flag write) falls back to copy_sync.
+tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, ScalarSupport &support,
+                      CUstream stream, const ScalarReadPlan &plan, const ScalarMailbox &box,
+                      ScalarPath *path, CUfunction *fn) {
     ScalarPath p = plan.busy;
     if (plan.idle != plan.busy) {
         if (plan.trust_idle_after && box.idle_streak >= plan.trust_idle_after) {
@@ -92,20 +92,35 @@ tf_status choose_path(const DriverApi &api, ScalarKernel &kernel, CUstream strea
                 return fail_cuda(api, "cuStreamQuery", r);
         }
     }
+    if (box.device == 0) p = ScalarPath::copy_sync;
     if (p == ScalarPath::kernel && !(*fn = kernel.function(api))) p = ScalarPath::copy_sync;
-    if (p == ScalarPath::copy_flag && !kernel.can_write_flag(api)) p = ScalarPath::copy_sync;
+    if (p == ScalarPath::copy_flag && !support.can_write_flag(api)) p = ScalarPath::copy_sync;
     *path = p;
     return TF_OK;
 }
 
+// The flag write after the copy into the mailbox; a refusal (recorded in
+// `support`, no error) leaves the copy queued for the wait to finish.
+tf_status write_flag(const DriverApi &api, ScalarSupport &support, CUstream stream,
+                     const ScalarMailbox &box, uint32_t seq, bool *refused) {
+    const CUresult r = api.cuStreamWriteValue32(stream, box.device + ScalarMailbox::kFlag, seq,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r == CUDA_SUCCESS) return TF_OK;
+    if (!scalar_path_refused(r)) return fail_cuda(api, "cuStreamWriteValue32", r);
+    support.flag_refused(api, r);
+    *refused = true;
+    return TF_OK;
+}
+
 // Queues the read on `path` (not copy_sync) and waits for its flag.
-tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn, CUstream stream,
-                         ScalarMailbox &box, uint64_t src, size_t len,
-                         std::chrono::microseconds spin) {
+tf_status read_with_flag(const DriverApi &api, ScalarSupport &support, ScalarPath path,
+                         CUfunction fn, CUstream stream, ScalarMailbox &box, uint64_t src,
+                         size_t len, std::chrono::microseconds spin) {
     uint32_t seq = box.seq + 1;
     if (seq == 0) seq = 1;  // 0 is the fresh mailbox's flag
     box.seq = seq;
     tf_status st;
+    bool refused = false;
     if (path == ScalarPath::kernel) {
         CUdeviceptr from = src, to = box.device;
         uint32_t n = static_cast<uint32_t>(len);
@@ -113,11 +128,9 @@ tf_status read_with_flag(const DriverApi &api, ScalarPath path, CUfunction fn, C
         st = TF_CU(api, cuLaunchKernel, fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
     } else {
         st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
-        if (st == TF_OK)
-            st = TF_CU(api, cuStreamWriteValue32, stream, box.device + ScalarMailbox::kFlag, seq,
-                       CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (st == TF_OK) st = write_flag(api, support, stream, box, seq, &refused);
     }
-    if (st != TF_OK || spin_for_flag(box, seq, spin)) return st;
+    if (st != TF_OK || (!refused && spin_for_flag(box, seq, spin))) return st;
     // Still running after the spin: block.  This wait also reports a fault
     // that kept the flag from being written.
     return TF_CU(api, cuStreamSynchronize, stream);
@@ -134,18 +147,30 @@ const char *scalar_path_name(ScalarPath path) {
     return "?";
 }
 
-tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarMailbox &box) {
+bool scalar_path_refused(CUresult r) {
+    return r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_PERMITTED ||
+           r == CUDA_ERROR_INVALID_VALUE;
+}
+
+tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarSupport &support, ScalarMailbox &box) {
     if (box.host) return TF_OK;
     void *p = nullptr;
     // Mapped for the kernel and cuStreamWriteValue32; not write-combined:
     // the host reads it.
-    tf_status st = TF_CU(api, cuMemHostAlloc, &p, ScalarMailbox::kBytes, CU_MEMHOSTALLOC_DEVICEMAP);
+    const bool map = support.can_map();
+    tf_status st =
+        TF_CU(api, cuMemHostAlloc, &p, ScalarMailbox::kBytes, map ? CU_MEMHOSTALLOC_DEVICEMAP : 0u);
     if (st != TF_OK) return st;
     CUdeviceptr d = 0;
-    st = TF_CU(api, cuMemHostGetDevicePointer, &d, p, 0);
-    if (st != TF_OK) {
+    const CUresult r = !map                            ? CUDA_SUCCESS
+                       : api.cuMemHostGetDevicePointer ? api.cuMemHostGetDevicePointer(&d, p, 0)
+                                                       : CUDA_ERROR_NOT_SUPPORTED;
+    if (r != CUDA_SUCCESS && scalar_path_refused(r)) {
+        support.mapping_refused(api, r);
+        d = 0;  // kept unmapped: copy and wait
+    } else if (r != CUDA_SUCCESS) {
         if (api.cuMemFreeHost) api.cuMemFreeHost(p);  // no copy used it yet
-        return st;
+        return fail_cuda(api, "cuMemHostGetDevicePointer", r);
     }
     std::memset(p, 0, ScalarMailbox::kBytes);
     box.host = static_cast<unsigned char *>(p);
@@ -198,14 +223,34 @@ CUfunction ScalarKernel::function(const DriverApi &api) {
     return nullptr;
 }
 
-bool ScalarKernel::can_write_flag(const DriverApi &api) {
-    if (api.cuStreamWriteValue32) return true;
-    if (!warned_no_write_.exchange(true, std::memory_order_relaxed))
+bool ScalarSupport::can_write_flag(const DriverApi &api) {
+    if (api.cuStreamWriteValue32 && !flag_refused_.load(std::memory_order_relaxed)) return true;
+    if (!api.cuStreamWriteValue32 && !flag_logged_.exchange(true, std::memory_order_relaxed))
         log(TF_LOG_WARNING,
             "%s: the CUDA driver has no cuStreamWriteValue32 (CUDA 11.7); this runtime reads "
             "scalars on an idle stream with a copy and a stream wait",
             current_operation());
     return false;
+}
+
+void ScalarSupport::flag_refused(const DriverApi &api, CUresult r) {
+    flag_refused_.store(true, std::memory_order_relaxed);
+    if (flag_logged_.exchange(true, std::memory_order_relaxed)) return;
+    char code[96];
+    log(TF_LOG_WARNING,
+        "%s: cuStreamWriteValue32 was refused: %s (stream memory operations off on this "
+        "platform?); this runtime reads scalars on an idle stream with a copy and a stream wait",
+        current_operation(), describe_cuda(api, r, code, sizeof code));
+}
+
+void ScalarSupport::mapping_refused(const DriverApi &api, CUresult r) {
+    mapping_refused_.store(true, std::memory_order_relaxed);
+    if (mapping_logged_.exchange(true, std::memory_order_relaxed)) return;
+    char code[96];
+    log(TF_LOG_WARNING,
+        "%s: cuMemHostGetDevicePointer of a scalar mailbox was refused: %s; this runtime reads "
+        "scalars with a copy and a stream wait",
+        current_operation(), describe_cuda(api, r, code, sizeof code));
 }
 
 void ScalarKernel::release(const DriverApi &api) {
@@ -229,7 +274,8 @@ tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
     tf_status st = frame.lock_slot();
     if (st != TF_OK) return st;
     ScalarMailbox &box = frame.resources().transfer.mailbox;
-    if ((st = ensure_scalar_mailbox(api, box)) != TF_OK) return st;
+    TransferState &transfers = frame.state().transfers();
+    if ((st = ensure_scalar_mailbox(api, transfers.scalar_support, box)) != TF_OK) return st;
     std::atomic<bool> &launched = frame.resources().transfer.graph_launched;
     if (launched.load(std::memory_order_relaxed)) {
         launched.store(false, std::memory_order_relaxed);
@@ -237,14 +283,16 @@ tf_status read_scalar(CallFrame &frame, uint64_t src, void *out, size_t len,
     }
     ScalarPath path = ScalarPath::copy_sync;
     CUfunction fn = nullptr;
-    st = choose_path(api, frame.state().transfers().scalar_kernel, stream, plan, box, &path, &fn);
+    st = choose_path(api, transfers.scalar_kernel, transfers.scalar_support, stream, plan, box,
+                     &path, &fn);
     if (st != TF_OK) return st;  // nothing queued
     const auto start = std::chrono::steady_clock::now();
     if (path == ScalarPath::copy_sync) {
         st = TF_CU(api, cuMemcpyDtoHAsync, box.host, src, len, stream);
         if (st == TF_OK) st = TF_CU(api, cuStreamSynchronize, stream);
     } else {
-        st = read_with_flag(api, path, fn, stream, box, src, len, plan.spin);
+        st = read_with_flag(api, transfers.scalar_support, path, fn, stream, box, src, len,
+                            plan.spin);
     }
     // A read as quick as on an idle stream extends the streak; a slower one
     // had work ahead of it and ends it.

@@ -16,6 +16,13 @@
 // the plan's idle or busy path.  The spin is bounded: then a blocking
 // cuStreamSynchronize, which also reports a sticky fault.
 //
+// Where the driver cannot run a path (no cuStreamWriteValue32, the kernel
+// cannot be loaded) or refuses it (the flag write or the mailbox's mapping
+// answers CUDA_ERROR_NOT_SUPPORTED, _NOT_PERMITTED or _INVALID_VALUE), the
+// runtime copies and waits instead, for good, with one warning
+// (ScalarSupport).  The read that meets a refusal still succeeds: a refused
+// flag write leaves the copy queued, and the wait finishes it.
+//
 // INVARIANTS:
 //  * The flag holds the slot's sequence number of the read that wrote it:
 //    a read waits for its own number, never a stale one.
@@ -85,9 +92,13 @@ struct ScalarMailbox {
     unsigned idle_streak = 0;       // reads in a row that found the stream idle
 };
 
+class ScalarSupport;
+
 // Allocate the mailbox if missing (the primary context current, the slot
-// lock held).  A failure frees what the call made.
-tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarMailbox &box);
+// lock held), mapped for the device unless `support` learnt it cannot be; a
+// refused mapping leaves it unmapped (device 0: copy and wait only).  A
+// failure frees what the call made.
+tf_status ensure_scalar_mailbox(const DriverApi &api, ScalarSupport &support, ScalarMailbox &box);
 inline void abandon_scalar_mailbox(ScalarMailbox &box) { box = ScalarMailbox(); }
 void release_scalar_mailbox(const DriverApi &api, ScalarMailbox &box);
 
@@ -98,8 +109,6 @@ public:
     // The kernel, its module loaded by the first call; NULL if the module
     // cannot be loaded (logged once, never tried again).
     CUfunction function(const DriverApi &api);
-    // Whether cuStreamWriteValue32 can be used; logs once when it cannot.
-    bool can_write_flag(const DriverApi &api);
     // Teardown, with the primary context current and every stream retired.
     void release(const DriverApi &api);
 
@@ -107,9 +116,38 @@ private:
     static constexpr int kUnloaded = 0, kLoaded = 1, kFailed = 2;
     std::mutex load_mutex_;
     std::atomic<int> state_{kUnloaded};
-    std::atomic<bool> warned_no_write_{false};
     CUmodule module_ = nullptr;
     CUfunction function_ = nullptr;
+};
+
+// Whether a driver answer to the flag write or the mailbox's mapping is a
+// refusal of the feature (the runtime falls back for good) rather than a
+// failure of this read.
+bool scalar_path_refused(CUresult r);
+
+// What the driver lets this runtime's scalar reads use, learnt by the first
+// reads and never tried again once refused (one per runtime,
+// TransferState).  Each refusal is logged once.  Nothing is asked up front:
+// CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS gated the v1 stream memory
+// operations that CUDA 12.0, the oldest driver the library loads, removed;
+// the v2 cuStreamWriteValue32 the library calls is on by default.
+class ScalarSupport {
+public:
+    // Whether cuStreamWriteValue32 may be tried: the driver has it and never
+    // refused it.  Logs once when the driver lacks it.
+    bool can_write_flag(const DriverApi &api);
+    // Whether a new mailbox is to be mapped for the device.
+    bool can_map() const { return !mapping_refused_.load(std::memory_order_relaxed); }
+    // The driver answered `r` (scalar_path_refused) to a flag write or a
+    // mailbox's mapping: from now on the runtime copies and waits.
+    void flag_refused(const DriverApi &api, CUresult r);
+    void mapping_refused(const DriverApi &api, CUresult r);
+
+private:
+    std::atomic<bool> flag_refused_{false};
+    std::atomic<bool> mapping_refused_{false};
+    std::atomic<bool> flag_logged_{false};
+    std::atomic<bool> mapping_logged_{false};
 };
 
 // Reads len (1 .. TF_SCALAR_DOWNLOAD_MAX_BYTES) bytes at src into out after

@@ -26,8 +26,10 @@ public:
     // pool keeps those that started.  Throws std::bad_alloc.
     CopyPool &pool(unsigned threads);
 
-    // tf_download_scalar's kernel, loaded at the first read that needs it.
+    // tf_download_scalar's kernel, loaded at the first read that needs it,
+    // and what the driver let its reads use.
     ScalarKernel scalar_kernel;
+    ScalarSupport scalar_support;
 
     // Devices the process sees (cuDeviceGetCount), -1 until asked.  With
     // one, no address can belong to another device.

@@ -277,7 +277,9 @@ static CUresult memset_async(const char *what, CUdeviceptr dst, T value, size_t 
 // cuStreamWriteValue32: a 4-byte store into device memory or mapped
 // page-locked memory when the stream runs it.  The store is a release store,
 // so a host reading the word with an acquire load also sees what earlier ops
-// of the stream wrote (CUDA's default flag: a memory barrier first).
+// of the stream wrote (CUDA's default flag: a memory barrier first).  A
+// device whose CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS(_V1) is set to 0
+// refuses it, as a platform with stream memory operations off does.
 static CUresult write_value32(CUstream stream, CUdeviceptr addr, uint32_t value, unsigned flags)
 {
     Context *cur = nullptr;
@@ -285,6 +287,8 @@ static CUresult write_value32(CUstream stream, CUdeviceptr addr, uint32_t value,
     CUresult rc = need_stream(stream, &cur, &key);
     if (rc != CUDA_SUCCESS)
         return rc;
+    if (device_attribute(cur->device, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1) == 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if ((flags & ~unsigned(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)) != 0 || addr % 4 != 0 ||
         device_range(addr, 4) == nullptr)
         return CUDA_ERROR_INVALID_VALUE;

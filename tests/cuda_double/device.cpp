@@ -61,6 +61,9 @@ static int default_attribute(int device, int attribute)
         case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
         case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
         case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+        // Stream memory operations (cuStreamWriteValue32), as on an H200;
+        // 0 makes them answer CUDA_ERROR_NOT_SUPPORTED (copy.cpp).
+        case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1: return 1;
         default: return 0;
     }
 }

@@ -24,7 +24,7 @@ DOUBLE_CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SAN_FLAGS) \
 DOUBLE_LDFLAGS = -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete $(SAN_FLAGS) $(CXXFLAGS) $(LDFLAGS)
 
 DRIVER_DOUBLE_NAMES := state queue control proc_address device context stream_event \
-  memory mem_pool copy module error_names graph
+  memory mem_pool copy module error_names graph host_pages
 DRIVER_DOUBLE_OBJS := $(DRIVER_DOUBLE_NAMES:%=$(DOUBLE_OBJ)/%.o)
 DOUBLE_ALL_OBJS := $(DRIVER_DOUBLE_OBJS) $(DOUBLE_OBJ)/cublas13.o \
   $(DOUBLE_OBJ)/cublas12.o $(DOUBLE_OBJ)/nvrtc_double.o $(DOUBLE_OBJ)/nccl_double.o \

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "entries.h"
+#include "host_pages.h"
 #include "state.h"
 
 namespace tfd {
@@ -220,8 +221,8 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
     if (pp == nullptr || bytes == 0 || (flags & ~known) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = nullptr;
-    if (posix_memalign(&p, static_cast<size_t>(sysconf(_SC_PAGESIZE)), bytes) != 0)
+    void *p = map_host_block(bytes);
+    if (p == nullptr)
         return CUDA_ERROR_OUT_OF_MEMORY;
     State &s = state();
     s.host_allocs[reinterpret_cast<uintptr_t>(p)] = HostAlloc{bytes, flags, cur->handle};
@@ -231,7 +232,8 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
 }
 
 // Synchronous, as in CUDA: every stream first runs what is queued (copies
-// that may still read or write the block), then the block goes.
+// that may still read or write the block), then the block goes (unmapped:
+// host_pages.cpp).
 static CUresult free_host(void *p)
 {
     CUresult rc = need_context(nullptr);
@@ -244,7 +246,7 @@ static CUresult free_host(void *p)
         return CUDA_ERROR_INVALID_VALUE;
     drain_all();
     auto it = s.host_allocs.find(reinterpret_cast<uintptr_t>(p));
-    std::free(p);
+    unmap_host_block(p, it->second.size);
     s.host_allocs.erase(it);
     --s.live[TFD_HOST_ALLOCS];
     return CUDA_SUCCESS;

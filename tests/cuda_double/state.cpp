@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Registry, mutex, call log, counters and fault rules of the driver double.
 #include "state.h"
+#include "host_pages.h"
 
 #include <atomic>
 #include <cstring>
@@ -219,9 +220,11 @@ void reclaim_context(Context &ctx)
         }
         it = next;
     }
-    // Registered host memory is unregistered with its context, as in CUDA.
+    // Registered host memory is unregistered with its context, and the
+    // context's cuMemHostAlloc blocks are freed, as in CUDA.
     for (auto it = s.host_registered.begin(); it != s.host_registered.end();)
         it = it->second.ctx == ctx.handle ? s.host_registered.erase(it) : std::next(it);
+    reclaim_host_blocks(ctx.handle);
     for (auto &other : s.contexts)
         other.second.peers.erase(ctx.handle);
     ctx.poison = 0;

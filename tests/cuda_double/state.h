@@ -11,7 +11,8 @@
 //  * Device memory lives at kDeviceBase and up, also non-canonical; addresses
 //    are handed out by a bump pointer and never reused.
 //  * Objects of a context (streams, events, modules, device allocations made
-//    through the driver) are reclaimed when the context is destroyed: a
+//    through the driver, cuMemHostAlloc blocks and cuMemHostRegister
+//    registrations) are reclaimed when the context is destroyed: a
 //    primary context whose retain count drops to 0, or a test context
 //    destroyed with tfd_destroy_context.  Their handles then become invalid.
 //    The context's streams run their queued work first (queue.h).

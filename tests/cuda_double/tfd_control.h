@@ -58,7 +58,10 @@ void tfd_reset(void);
 /* Number of devices (default 1, at most 8).  With 0, cuInit returns
  * CUDA_ERROR_NO_DEVICE and cuDeviceGetCount reports 0. */
 void tfd_set_devices(int count);
-/* Override cuDeviceGetAttribute(attr) for a device (-1: every device). */
+/* Override cuDeviceGetAttribute(attr) for a device (-1: every device).
+ * CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 answers 1 by default, as on
+ * an H200; set to 0, cuStreamWriteValue32 answers CUDA_ERROR_NOT_SUPPORTED
+ * on that device, as on a platform with stream memory operations off. */
 void tfd_set_attribute(int device, int attribute, int value);
 /* cuDeviceCanAccessPeer(dev, peer) answer (default 0). */
 void tfd_set_peer_access(int device, int peer, int can_access);

@@ -3,6 +3,7 @@
 
 #include <cudaTypedefs.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,4 +164,46 @@ int copy_threads_settle(int expected) {
         n = count_copy_threads();
     }
     return n;
+}
+
+/* ---- thread cancellation ------------------------------------------------- */
+
+struct cancelled_call {
+    tf_status (*call)(void *);
+    void *arg;
+    tf_status status;
+    int returned;
+};
+
+static void cancelling_log(int32_t level, const char *message, void *user_data) {
+    (void)level;
+    (void)message;
+    (void)user_data;
+    pthread_testcancel();
+}
+
+static void *run_cancelled_call(void *p) {
+    struct cancelled_call *c = p;
+    pthread_cancel(pthread_self()); /* deferred: pending until a cancellation point */
+    c->status = c->call(c->arg);
+    c->returned = 1;
+    pthread_testcancel();
+    return NULL;
+}
+
+int call_with_cancel_pending(tf_status (*call)(void *), void *arg, tf_status *status) {
+    struct cancelled_call c;
+    pthread_t th;
+    void *ret = NULL;
+    c.call = call;
+    c.arg = arg;
+    c.status = TF_OK;
+    c.returned = 0;
+    assert_ok(tf_set_log_callback(cancelling_log, NULL));
+    assert_int_equal(pthread_create(&th, NULL, run_cancelled_call, &c), 0);
+    assert_int_equal(pthread_join(th, &ret), 0);
+    assert_ok(tf_set_log_callback(NULL, NULL));
+    assert_ptr_equal(ret, PTHREAD_CANCELED);
+    if (status) *status = c.status;
+    return c.returned;
 }

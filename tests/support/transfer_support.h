@@ -41,6 +41,13 @@ void queue_memset(tf_runtime *rt, uint64_t dst, unsigned char value, size_t n);
  * at least 32 bytes; its content is overwritten. */
 void check_overlap_boundary(tf_runtime *src_rt, tf_runtime *dst_rt, uint64_t a, int peer);
 
+/* Runs call(arg) on a new thread that has a thread cancellation request
+ * pending from before the call, with the log going to a callback that is a
+ * cancellation point (as one that writes to a file is); the default log is
+ * back afterwards.  Returns 1 if the call returned (its status in *status),
+ * 0 if the thread was cancelled inside it. */
+int call_with_cancel_pending(tf_status (*call)(void *), void *arg, tf_status *status);
+
 /* Threads of this process named "tf-download" (the runtimes' copy threads). */
 int count_copy_threads(void);
 /* count_copy_threads() once it equals `expected`, or after 1 s: a joined

@@ -33,7 +33,7 @@ type Options struct {
 	// calling one included: 1 .. MaxDownloadThreads; 0 picks the library's
 	// default (DefaultDownloadThreads, or fewer on a machine with fewer CPUs).
 	DownloadThreads int
-	// Bytes of each of a slot's two page-locked download staging buffers: a
+	// Bytes of each of a slot's three page-locked staging buffers: a
 	// multiple of 4096 in MinDownloadChunkBytes .. MaxDownloadChunkBytes; 0
 	// picks DefaultDownloadChunkBytes.
 	DownloadChunkBytes int
