@@ -19,8 +19,9 @@ struct Entry {
 };
 using Pools = std::map<int, Entry>;  // by ordinal
 
-// Made at the first acquire, never freed: the pools in it belong to live
-// runtimes, and at exit nothing of the library runs.
+// Made at the first acquire and freed with the last pool: a library loaded
+// and unloaded again (dlclose) leaves nothing behind, and at exit, with
+// runtimes alive, nothing of the library runs.
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 Pools *g_pools = nullptr;
 pthread_once_t g_fork_hook_once = PTHREAD_ONCE_INIT;
@@ -103,6 +104,10 @@ void release_device_pool(const DriverApi &api, DevicePool *pool, bool faulted, C
     if (it == g_pools->end() || it->second.pool != pool) return;  // a forked child's
     if (--it->second.references > 0) return;
     g_pools->erase(it);
+    if (g_pools->empty()) {
+        delete g_pools;
+        g_pools = nullptr;
+    }
     pool->release(api, faulted, context);
     delete pool;
 }
