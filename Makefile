@@ -11,7 +11,9 @@
 #   make check-gpu       the same suites against the real driver (GPU machine)
 #   make install         PREFIX=/usr/local LIBDIR=$(PREFIX)/lib DESTDIR=: the library,
 #                        the header, tenferro_gpu.pc and the CMake package
-#                        (find_package(tenferro_gpu), $(LIBDIR)/cmake/tenferro_gpu)
+#                        (find_package(tenferro_gpu), $(LIBDIR)/cmake/tenferro_gpu);
+#                        as root without DESTDIR it runs ldconfig, and it says
+#                        whether programs find the library (tools/build/after-install)
 #   make deb             libtenferro-gpu1 and libtenferro-gpu-dev .deb files in build/deb
 #                        (dpkg-buildflags, /usr/lib/<multiarch>; mk/packaging.mk)
 #   make bench           benchmarks against the raw driver (GPU machine)
@@ -294,6 +296,7 @@ install: lib $(INSTALL_FILES)
 	install -m 0644 $(BUILD)/install/tenferro_gpu.pc $(DESTDIR)$(PKGCONFIGDIR)/tenferro_gpu.pc
 	install -m 0644 $(BUILD)/install/tenferro_gpuConfig.cmake \
 	  $(BUILD)/install/tenferro_gpuConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
+	@tools/build/after-install $(LIBDIR) $(SONAME) "$(DESTDIR)"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) \

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The first program to run: list the CUDA devices, create a runtime on
  * device 0, run a callback with its primary context current, synchronize and
- * release.  Without a usable GPU it says why and exits with status 1.
+ * release.  Without a usable GPU it says why and exits with status 1; without
+ * a driver at all it also says how to run it against the CUDA driver double.
  *
  *   make run-example
+ *   make double && LD_LIBRARY_PATH=build/double build/examples/hello
  */
 #include <stdio.h>
 
@@ -23,8 +25,14 @@ static int32_t inside_context(void *user_data) {
 }
 
 static int cannot_run(const char *what) {
+    tf_status st = tf_last_error_status();
     fprintf(stderr, "hello: cannot run on this machine: %s failed: %s (%s)\n", what,
-            tf_status_string(tf_last_error_status()), tf_last_error_message());
+            tf_status_string(st), tf_last_error_message());
+    if (st == TF_ERROR_DRIVER_NOT_FOUND)
+        fprintf(stderr,
+                "hello: no GPU here? Run it against the CUDA driver double instead:\n"
+                "  make double && LD_LIBRARY_PATH=build/double build/examples/hello\n"
+                "(or `make install-double` for your own programs: docs/testing.md)\n");
     return 1;
 }
 

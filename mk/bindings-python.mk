@@ -7,22 +7,27 @@
 #                          path included), mypy --strict over the package and
 #                          the examples, docs/python.md's copy of the example,
 #                          docs/benchmarks.md's Python section
-#   make python-wheel      build/python/tenferro_gpu-*.whl: the package with
-#                          libtenferro_gpu.so.1 in tenferro_gpu/_lib/ (and the
-#                          C extension, when PYTHON can build it)
-#   make python-speedups   the optional C extension, in place (falls back to
-#                          ctypes, with a line saying so, without Python.h)
+#   make python-wheel      build/python/tenferro_gpu-*.whl for PYTHON: the
+#                          package with libtenferro_gpu.so.1 in
+#                          tenferro_gpu/_lib/ (and the C extension, when PYTHON
+#                          can build it); the output names the interpreter
+#   make python-speedups   the optional C extension for PYTHON, in place (falls
+#                          back to ctypes, with a line saying so, without
+#                          Python.h)
 #   make bench-python      what the binding adds to download_scalar, stream,
 #                          sync and with_context, against the double; writes
 #                          docs/benchmarks-python.md and its section of
 #                          docs/benchmarks.md
 #
-# The tests run with PYTEST_PYTHON (default /usr/bin/python3, for which
-# Debian's python3-pytest installs pytest); without pytest (or mypy) there
-# they skip with a line saying so.  The GPU tests (marked gpu) run only with
+# PYTHON (default: the python3 on PATH, so an active virtual environment's)
+# is the interpreter the wheel and the C extension are built for.  The tests
+# run with PYTEST_PYTHON (default /usr/bin/python3, for which Debian's
+# python3-pytest installs pytest), and build them for it; without pytest (or
+# mypy) there they skip with a line saying so.  The GPU tests (marked gpu) run only with
 # TF_TEST_MODE=gpu on a GPU machine (docs/python.md says how).
 
 DEBS_CI += python3-pytest python3-numpy mypy python3-dev
+PYTHON ?= python3
 PYTEST_PYTHON ?= /usr/bin/python3
 PY_BINDING_DIR := bindings/python
 PY_DOUBLE_ENV = TF_TEST_MODE=double PYTHONDONTWRITEBYTECODE=1 \
@@ -43,13 +48,19 @@ PY_HOT_TESTS += test_close_in_flight.py test_host_views.py test_exports.py \
 # The C extension is optional: without the interpreter's headers the
 # package uses ctypes alone, which `python-speedups` says.
 python-speedups:
-	@$(PYTEST_PYTHON) $(PY_BINDING_DIR)/tools/build_speedups.py $(PY_SPEEDUPS_SRC) \
+	@$(PYTHON) $(PY_BINDING_DIR)/tools/build_speedups.py $(PY_SPEEDUPS_SRC) \
 	  $(PY_BINDING_DIR)/tenferro_gpu
 
 python-wheel: lib python-speedups
+	@$(PYTHON) -c 'import platform, sys; print("python-wheel: for", sys.executable, \
+	  "(Python " + platform.python_version() + "; PYTHON=... names another)")'
 	@rm -f $(PY_WHEEL_DIR)/tenferro_gpu-*.whl
-	@$(PYTEST_PYTHON) $(PY_BINDING_DIR)/tools/build_wheel.py --package $(PY_BINDING_DIR) \
+	@$(PYTHON) $(PY_BINDING_DIR)/tools/build_wheel.py --package $(PY_BINDING_DIR) \
 	  --library $(LIB) --licenses . --version $(PY_VERSION) --out $(PY_WHEEL_DIR)
+
+# The suites and the benchmark use the wheel and the extension of their own
+# interpreter.
+check-python bench-python: PYTHON = $(PYTEST_PYTHON)
 
 check-python: lib double python-wheel
 	@if ! $(PYTEST_PYTHON) -c 'import pytest' 2>/dev/null; then \

@@ -14,7 +14,9 @@
 #                            (pkg-config, link-time);
 #                          - the example against the double, and again with
 #                            libtenferro_gpu.so.1 out of the loader's reach:
-#                            it must start, say "no GPU: ..." and exit 1.
+#                            it must start, say "no GPU: ..." and exit 1; and
+#                            with the library but no libcuda.so.1: it must
+#                            give the library's message and exit 1.
 #   make rust-test-bin     build the test binary without running it and copy
 #                          it to $(BUILD)/rust-tests/tenferro_gpu_suite (and the
 #                          example to .../hello), for a GPU machine without a
@@ -87,7 +89,14 @@ rust-hello-without-library:
 	if [ $$rc -ne 1 ] || ! printf '%s\n' "$$out" | grep -q '^no GPU: tenferro-gpu: cannot load libtenferro_gpu.so.1'; then \
 	  echo "rust binding: the example without libtenferro_gpu.so.1 exited $$rc (want 1 and 'no GPU: ...'):"; \
 	  printf '%s\n' "$$out"; exit 1; fi; \
-	echo "rust binding: the example starts without libtenferro_gpu.so.1: $$out"
+	echo "rust binding: the example starts without libtenferro_gpu.so.1: $$out"; \
+	if { /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1 '; then \
+	  echo "SKIPPED the example without a CUDA driver: libcuda.so.1 is installed system-wide"; exit 0; fi; \
+	out=$$(env -u TENFERRO_GPU_CUDA_DRIVER LD_LIBRARY_PATH=$(abspath $(BUILD)/lib) $$hello 2>&1); rc=$$?; \
+	if [ $$rc -ne 1 ] || ! printf '%s\n' "$$out" | grep -q '^no GPU: tf_device_count: cannot load the CUDA driver libcuda.so.1'; then \
+	  echo "rust binding: the example without libcuda.so.1 exited $$rc (want 1 and the library's message):"; \
+	  printf '%s\n' "$$out"; exit 1; fi; \
+	echo "rust binding: the example without a CUDA driver: $$out"
 
 rust-test-bin: lib $(BUILD_PC)
 	@if [ -z "$(CARGO)" ]; then $(RUST_NO_CARGO); exit 1; fi; \

@@ -6,8 +6,10 @@
  * the double and on a GPU). */
 #include <cublas_api.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +293,29 @@ static void create_failure(void **state) {
     check_setup_failure("cublasCreate_v2", CUBLAS_STATUS_ALLOC_FAILED, TF_ERROR_PROVIDER,
                         "cuBLAS cublasCreate_v2 failed: CUBLAS_STATUS_ALLOC_FAILED (3)");
     assert_int_equal(tfd()->tfd_calls("cublasDestroy_v2"), 1); /* the second handle's */
+}
+
+/* A handle cuBLAS cannot make names the cuBLAS file the library loaded,
+ * so a cuBLAS that does not belong with the driver shows. */
+static void create_failure_names_the_loaded_cublas(void **state) {
+    tf_runtime *rt = new_runtime();
+    void *create = NULL;
+    Dl_info info;
+    struct seen s;
+    char file[PATH_MAX], want[PATH_MAX + 32];
+    (void)state;
+    memset(&s, 0, sizeof s);
+    REQUIRE_DOUBLE();
+    assert_ok(tf_cublas_symbol("cublasCreate_v2", &create));
+    assert_true(dladdr(create, &info) != 0);
+    assert_non_null(realpath(info.dli_fname, file));
+    snprintf(want, sizeof want, "(cuBLAS loaded from %s)", file);
+    INJECT("cublasCreate_v2", 1, CUBLAS_STATUS_NOT_INITIALIZED, 1);
+    assert_failure(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s),
+                   TF_ERROR_PROVIDER, "tf_cublas_enqueue",
+                   "cuBLAS cublasCreate_v2 failed: CUBLAS_STATUS_NOT_INITIALIZED (1)", want);
+    assert_int_equal(s.calls, 0);
+    assert_ok(tf_runtime_release(rt));
 }
 
 static void set_stream_failure_destroys_the_handle(void **state) {
@@ -623,6 +648,7 @@ int main(void) {
         TF_TEST(bad_arguments_are_refused),
         TF_TEST(symbols_and_version_come_from_the_loaded_cublas),
         TF_TEST(create_failure),
+        TF_TEST(create_failure_names_the_loaded_cublas),
         TF_TEST(set_stream_failure_destroys_the_handle),
         TF_TEST(workspace_allocation_failure_destroys_the_handle),
         TF_TEST(set_workspace_failure_frees_it_and_destroys_the_handle),

@@ -1092,7 +1092,14 @@ static void test_module_load(void **state) {
     assert_ptr_equal(f, f2);
     CU(D.cuModuleGetFunction(&f2, m, "tfd_add_f32"));
     assert_ptr_not_equal(f, f2);
-    assert_int_equal(D.cuModuleGetFunction(&f2, m, "my_kernel"), CUDA_ERROR_NOT_FOUND);
+    /* declared in the image, but not a kernel the double can run */
+    assert_int_equal(D.cuModuleGetFunction(&f2, m, "my_kernel"), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    const char *text = NULL;
+    CU(D.cuGetErrorString(CUDA_ERROR_NO_BINARY_FOR_GPU, &text));
+    assert_string_equal(text,
+                        "no kernel image is available for execution on the device (the "
+                        "driver double runs only these kernels: tfd_fill_u32, tfd_add_f32, "
+                        "tfd_illegal_address, tf_read_scalar, tf_bench_spin)");
     assert_int_equal(D.cuModuleGetFunction(&f2, m, "nope"), CUDA_ERROR_NOT_FOUND);
     assert_int_equal(D.cuModuleGetFunction(&f2, (CUmodule)(uintptr_t)0x4440, "tfd_fill_u32"),
                      CUDA_ERROR_INVALID_HANDLE);

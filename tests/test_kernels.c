@@ -465,24 +465,60 @@ static void nvrtc_failures(void **state) {
     assert_ok(tf_runtime_release(rt));
 }
 
+/* The module of `source` compiled with NVRTC's defaults (skips without
+ * NVRTC). */
+static tf_module *load_compiled(tf_runtime *rt, const char *source) {
+    tf_program *p = NULL;
+    tf_module *m = NULL;
+    const void *image = NULL;
+    size_t size = 0;
+    require_nvrtc(rt);
+    assert_ok(tf_program_compile(rt, source, NULL, &p));
+    assert_ok(tf_program_image(p, &image, &size));
+    assert_ok(tf_module_load(rt, image, size, &m));
+    tf_program_release(p);
+    return m;
+}
+
 /* A kernel without extern "C" has a mangled name: looking it up by its
  * plain name fails with a hint. */
 static void cxx_kernel_name_is_mangled(void **state) {
     static const char cxx[] = "__global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }\n";
     tf_runtime *rt = new_runtime();
-    tf_program *p = NULL;
-    tf_module *m = NULL;
-    const void *image = NULL;
-    size_t size = 0;
+    tf_module *m = load_compiled(rt, cxx);
     void *f = NULL;
     (void)state;
-    require_nvrtc(rt);
-    assert_ok(tf_program_compile(rt, cxx, NULL, &p));
-    assert_ok(tf_program_image(p, &image, &size));
-    assert_ok(tf_module_load(rt, image, size, &m));
-    tf_program_release(p);
     assert_failure(tf_module_function(m, "scale", &f), TF_ERROR_CUDA, "tf_module_function",
                    "extern \"C\"");
+    assert_ok(tf_module_release(m));
+    assert_ok(tf_runtime_release(rt));
+}
+
+/* A kernel declared extern "C" keeps its name.  A GPU runs any of them;
+ * the driver double runs only its built-in kernels and, asked for another
+ * one the image declares, says which it runs instead of hinting at C++
+ * names (getting-started's kernel example, "add", on the double). */
+static void extern_c_kernel_the_double_cannot_run(void **state) {
+    static const char add[] =
+        "extern \"C\" __global__ void add(const float *x, const float *y, float *out,\n"
+        "                                 unsigned n) {\n"
+        "    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) out[i] = x[i] + y[i];\n"
+        "}\n";
+    tf_runtime *rt = new_runtime();
+    tf_module *m = load_compiled(rt, add);
+    void *f = NULL;
+    tf_status st = tf_module_function(m, "add", &f);
+    (void)state;
+    if (tfd()) {
+        assert_failure(st, TF_ERROR_CUDA, "tf_module_function", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                       "the driver double runs only these kernels: tfd_fill_u32, tfd_add_f32");
+        assert_null(strstr(tf_last_error_message(), "extern"));
+        assert_null(f);
+    } else {
+        assert_ok(st);
+        assert_non_null(f);
+    }
     assert_ok(tf_module_release(m));
     assert_ok(tf_runtime_release(rt));
 }
@@ -502,6 +538,7 @@ int main(void) {
         TF_TEST(compile_bad_arguments),
         TF_TEST(nvrtc_failures),
         TF_TEST(cxx_kernel_name_is_mangled),
+        TF_TEST(extern_c_kernel_the_double_cannot_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

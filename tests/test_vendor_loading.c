@@ -99,6 +99,28 @@ static int nvrtc_not_on_the_path(void) {
     return nvrtc_missing_with("libnvrtc.so.13");
 }
 
+/* The driver from TENFERRO_GPU_CUDA_DRIVER, cuBLAS from the loader's path:
+ * a real cuBLAS finds its own libcuda.so.1 through that path and, finding
+ * no driver or another one, cannot initialize.  The message says so (the
+ * failure is injected: the cuBLAS double shares the driver double). */
+static int cublas_not_initialized_beside_the_driver_override(void) {
+    tf_runtime *rt = NULL;
+    const char *msg;
+    SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
+    SCENARIO_CHECK(tfd() != NULL);
+    tfd()->tfd_fail("cublasCreate_v2", 1, 1 /* CUBLAS_STATUS_NOT_INITIALIZED */, 1);
+    SCENARIO_CHECK(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, count_call, NULL) ==
+                   TF_ERROR_PROVIDER);
+    msg = tf_last_error_message();
+    SCENARIO_CHECK(strstr(msg, "CUBLAS_STATUS_NOT_INITIALIZED (1)") != NULL);
+    SCENARIO_CHECK(strstr(msg, "libcublas.so.13") != NULL);
+    SCENARIO_CHECK(strstr(msg, "not the TENFERRO_GPU_CUDA_DRIVER=/") != NULL);
+    SCENARIO_CHECK(strstr(msg, "LD_LIBRARY_PATH") != NULL);
+    SCENARIO_CHECK(called == 0);
+    SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
+    return 0;
+}
+
 static const struct child_scenario scenarios[] = {
     {"cublas_override_missing", cublas_override_missing},
     {"cublas_override_relative", cublas_override_relative},
@@ -106,6 +128,8 @@ static const struct child_scenario scenarios[] = {
     {"cublas_12_is_used", cublas_12_is_used},
     {"nvrtc_override_missing", nvrtc_override_missing},
     {"nvrtc_not_on_the_path", nvrtc_not_on_the_path},
+    {"cublas_not_initialized_beside_the_driver_override",
+     cublas_not_initialized_beside_the_driver_override},
     {NULL, NULL},
 };
 
@@ -185,6 +209,16 @@ static void soname_search_falls_back_to_cublas_12(void **state) {
     remove_driver_only_dir(tmp);
 }
 
+static void cublas_failure_beside_the_driver_override(void **state) {
+    char driver[PATH_MAX], var[PATH_MAX + 64];
+    const char *env[] = {var, NULL};
+    (void)state;
+    REQUIRE_DOUBLE();
+    assert_non_null(realpath(double_link_path(), driver));
+    snprintf(var, sizeof var, "TENFERRO_GPU_CUDA_DRIVER=%s", driver);
+    assert_int_equal(run_child("cublas_not_initialized_beside_the_driver_override", env), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(override_to_a_missing_file),
@@ -192,6 +226,7 @@ int main(void) {
         TF_TEST(absolute_override_is_used),
         TF_TEST(soname_search_without_cublas),
         TF_TEST(soname_search_falls_back_to_cublas_12),
+        TF_TEST(cublas_failure_beside_the_driver_override),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);

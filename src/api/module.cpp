@@ -97,8 +97,8 @@ TF_API tf_status tf_module_function(tf_module *module, const char *name, void **
             return tf::fail(TF_ERROR_CUDA, "cuModuleGetFunction", TF_CODE_CUDA,
                             static_cast<int32_t>(r),
                             "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (%d): the module "
-                            "has no kernel '%s' (a C++ kernel's name is mangled: declare it "
-                            "extern \"C\")",
+                            "has no kernel '%s': give the name its image declares (a C++ "
+                            "kernel's name is mangled unless it is declared extern \"C\")",
                             static_cast<int>(r), name);
         if (r != CUDA_SUCCESS) return tf::fail_cuda(api, "cuModuleGetFunction", r);
         *out_function = f;

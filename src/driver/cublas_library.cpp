@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "driver/cublas_library.h"
 
+#include "driver/driver_api.h"
 #include "driver/vendor_library.h"
 #include "util/error.h"
 
@@ -47,12 +48,41 @@ const char *cublas_status_name(const CublasApi &api, int32_t status) {
     return name ? name : "cuBLAS status";
 }
 
-tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
+namespace {
+
+const char *status_text(const CublasApi &api, int32_t status) {
     const char *text =
         api.status_string ? api.status_string(static_cast<cublasStatus_t>(status)) : nullptr;
+    return text ? text : "no description";
+}
+
+}  // namespace
+
+tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
     return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status, "cuBLAS %s failed: %s (%d): %s",
                 call, cublas_status_name(api, status), static_cast<int>(status),
-                text ? text : "no description");
+                status_text(api, status));
+}
+
+tf_status fail_cublas_create(const CublasApi &api, int32_t status) {
+    static const char call[] = "cublasCreate_v2";
+    char buf[512];
+    const char *file = loaded_file(api.handle, buf, sizeof buf);
+    if (!file) file = "an unknown file";
+    const char *driver = driver_override_path();
+    // A real cuBLAS opens libcuda.so.1 itself; when that is not the driver
+    // the override named (or there is none), CUDA does not initialize.
+    if (status == CUBLAS_STATUS_NOT_INITIALIZED && driver)
+        return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status,
+                    "cuBLAS %s failed: %s (%d): %s; the cuBLAS loaded from %s uses the "
+                    "libcuda.so.1 the loader finds, not the %s=%s this library uses: put that "
+                    "driver's folder first on LD_LIBRARY_PATH instead",
+                    call, cublas_status_name(api, status), static_cast<int>(status),
+                    status_text(api, status), file, kDriverPathEnv, driver);
+    return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status,
+                "cuBLAS %s failed: %s (%d): %s (cuBLAS loaded from %s)", call,
+                cublas_status_name(api, status), static_cast<int>(status), status_text(api, status),
+                file);
 }
 
 }  // namespace tf

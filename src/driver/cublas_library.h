@@ -43,4 +43,8 @@ const char *cublas_status_name(const CublasApi &api, int32_t status);
 tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status)
     __attribute__((cold, noinline));
 
+// fail_cublas for cublasCreate_v2, naming the cuBLAS file: a cuBLAS that
+// cannot work with the loaded driver fails there.
+tf_status fail_cublas_create(const CublasApi &api, int32_t status) __attribute__((cold, noinline));
+
 }  // namespace tf

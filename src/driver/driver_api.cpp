@@ -18,6 +18,8 @@ namespace {
 // LoadOnce (fork-safe), read-only afterwards.
 DriverApi g_api;
 std::atomic<bool> g_initialized{false};
+// The override path that loaded, "" otherwise; written with g_api.
+char g_override[512];
 
 struct LoadResult {
     const DriverApi *api;
@@ -42,6 +44,7 @@ void *open_driver(LoadResult *failure) {
         return nullptr;
     }
     void *handle = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (handle && path) std::snprintf(g_override, sizeof g_override, "%s", path);
     if (!handle) {
         const char *why = dlerror();
         *failure = refuse(TF_ERROR_DRIVER_NOT_FOUND, "dlopen",
@@ -111,6 +114,11 @@ const DriverApi *load_driver() {
         return nullptr;
     }
     return result.api;
+}
+
+const char *driver_override_path() {
+    // Written under the driver's LoadOnce, which every reader passed.
+    return g_override[0] ? g_override : nullptr;
 }
 
 const DriverApi *init_driver() {

@@ -37,4 +37,9 @@ const DriverApi *init_driver();
 // Environment variable naming an absolute path to use instead of libcuda.so.1.
 constexpr const char kDriverPathEnv[] = "TENFERRO_GPU_CUDA_DRIVER";
 
+// The TENFERRO_GPU_CUDA_DRIVER path the driver was loaded from, or NULL when
+// it was found as libcuda.so.1 (or is not loaded yet).  Other libraries
+// (cuBLAS, NVRTC) find their own driver as libcuda.so.1, never through it.
+const char *driver_override_path();
+
 }  // namespace tf

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "driver/vendor_library.h"
 
+#include <limits.h>
+#include <link.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "util/env.h"
 #include "util/error.h"
@@ -85,6 +89,16 @@ void refuse_missing_symbol(VendorLibrary *lib, const char *what, const char *sym
 
 tf_status fail_vendor_library(const VendorLibrary &lib) {
     return fail(lib.status, lib.call, TF_CODE_NONE, 0, "%s", lib.detail);
+}
+
+const char *loaded_file(void *handle, char *buf, size_t cap) {
+    struct link_map *map = nullptr;
+    if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
+        !map->l_name[0])
+        return nullptr;
+    char real[PATH_MAX];
+    std::snprintf(buf, cap, "%s", realpath(map->l_name, real) ? real : map->l_name);
+    return buf;
 }
 
 }  // namespace tf

@@ -38,6 +38,11 @@ void refuse_missing_symbol(VendorLibrary *lib, const char *what, const char *sym
 // Records lib's failure as the thread's error; returns its status.
 tf_status fail_vendor_library(const VendorLibrary &lib);
 
+// The file the loader opened for a dlopen handle, with symbolic links
+// resolved (so libcublas.so.13 shows its full version), written into buf;
+// NULL when the loader cannot tell.  For messages: a cold path.
+const char *loaded_file(void *handle, char *buf, size_t cap);
+
 // A library's function table with the outcome of loading it; kept in a
 // function-local static of its loader, read-only once made.
 template <class Api>

@@ -32,7 +32,7 @@ tf_status create_slot_cublas(const DriverApi &driver, const CublasApi &cublas, C
         return fail_missing(driver.cuMemAlloc ? "cuMemFree" : "cuMemAlloc");
     cublasHandle_t h = nullptr;
     cublasStatus_t s = cublas.create(&h);
-    if (s != CUBLAS_STATUS_SUCCESS) return fail_cublas(cublas, "cublasCreate_v2", s);
+    if (s != CUBLAS_STATUS_SUCCESS) return fail_cublas_create(cublas, s);
     // cuBLAS takes a runtime-API stream; a driver CUstream is the same object.
     s = cublas.set_stream(h, reinterpret_cast<cudaStream_t>(stream));
     if (s != CUBLAS_STATUS_SUCCESS) {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // cuGetErrorName / cuGetErrorString: the names from cuda.h and the
-// driver's descriptions for the codes a library is likely to meet.  Other
+// driver's descriptions for the codes a library is likely to meet
+// (CUDA_ERROR_NO_BINARY_FOR_GPU's also names the double's built-in kernels:
+// builtin_kernels.h).  Other
 // codes are CUDA_ERROR_INVALID_VALUE with *str set to NULL, as in the real
 // driver for unknown codes.
+#include "builtin_kernels.h"
 #include "entries.h"
 #include "state.h"
 
@@ -34,8 +37,7 @@ static const ErrorText kErrors[] = {
     {CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT",
      "context already current"},
     {CUDA_ERROR_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
-    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
-     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", nullptr},  // builtin_kernels.h
     {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
      "peer access is not supported between these two devices"},
     {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
@@ -133,7 +135,9 @@ CUresult entry::d_cuGetErrorName(CUresult code, const char **str)
 CUresult entry::d_cuGetErrorString(CUresult code, const char **str)
 {
     return run("cuGetErrorString", [&] {
-        return describe(raw_enum(code), str, [](const ErrorText &e) { return e.text; });
+        return describe(raw_enum(code), str, [](const ErrorText &e) {
+            return e.text ? e.text : no_binary_for_gpu_text();
+        });
     });
 }
 

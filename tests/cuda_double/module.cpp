@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Modules and kernels.  An image is NUL-terminated PTX-like text; its
 // ".entry NAME" lines declare kernels.  Only names the double knows as
-// built-in fake kernels yield functions.  A launch is checked at the call and
+// built-in fake kernels yield functions; any other name the image declares
+// gives CUDA_ERROR_NO_BINARY_FOR_GPU, described as the list of built-ins
+// (builtin_kernels.h), and a name it does not declare CUDA_ERROR_NOT_FOUND,
+// as on a GPU.  A launch is checked at the call and
 // queued on its stream (queue.h) with a copy of its parameters; the kernel
 // runs on host memory when the stream runs it:
 //   tfd_fill_u32(uint64_t dptr, uint32_t value, uint32_t n)
@@ -29,6 +32,7 @@
 #include <cstring>
 #include <string>
 
+#include "builtin_kernels.h"
 #include "entries.h"
 #include "state.h"
 
@@ -60,6 +64,20 @@ static const BuiltinKernel *find_builtin(const std::string &name)
         if (name == b.name)
             return &b;
     return nullptr;
+}
+
+const char *no_binary_for_gpu_text()
+{
+    static const std::string *text = [] {
+        std::string names;
+        for (const BuiltinKernel &b : kBuiltins)
+            names += (names.empty() ? "" : ", ") + std::string(b.name);
+        return new std::string(
+            "no kernel image is available for execution on the device (the "
+            "driver double runs only these kernels: " +
+            names + ")");
+    }();
+    return text->c_str();
 }
 
 static const BuiltinKernel &builtin_of(Kernel k)
@@ -265,9 +283,11 @@ static CUresult get_function(CUfunction *fn, CUmodule mod, const char *name)
         return rc;
     if (fn == nullptr || name == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
-    const BuiltinKernel *b = find_builtin(name);
-    if (b == nullptr || m->entries.count(name) == 0)
+    if (m->entries.count(name) == 0)
         return CUDA_ERROR_NOT_FOUND;
+    const BuiltinKernel *b = find_builtin(name);
+    if (b == nullptr)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;  // builtin_kernels.h
     auto known = m->functions.find(name);
     if (known != m->functions.end()) {
         *fn = handle_ptr<CUfunction>(known->second);

@@ -17,7 +17,7 @@ import "unsafe"
 // header.
 const headerVersionNumber = nocgoHeaderVersion
 
-const noCgo = "the tenferro Go binding was built without cgo (CGO_ENABLED=0), so it cannot call libtenferro_gpu.so.1"
+const noCgo = "the tenferro Go binding was built without cgo (CGO_ENABLED=0), so it cannot call libtenferro_gpu.so.1: build with CGO_ENABLED=1 and a C compiler (gcc) on PATH"
 
 func load(op string) error { return notAvailable(op, noCgo) }
 

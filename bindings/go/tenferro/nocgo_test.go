@@ -32,7 +32,8 @@ func TestWithoutCgoEverythingIsNotAvailable(t *testing.T) {
 		err := call()
 		var e *tenferro.Error
 		if !errors.Is(err, tenferro.ErrNotAvailable) || !errors.Is(err, tenferro.StatusLibraryNotFound) ||
-			!errors.As(err, &e) || e.Op != op || !strings.Contains(e.Message, "built without cgo") {
+			!errors.As(err, &e) || e.Op != op || !strings.Contains(e.Message, "built without cgo") ||
+			!strings.Contains(e.Message, "build with CGO_ENABLED=1") {
 			t.Errorf("%s: %v", op, err)
 		}
 	}

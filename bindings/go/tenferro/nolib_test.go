@@ -94,6 +94,13 @@ func TestProgramStartsWithoutTheLibrary(t *testing.T) {
 	if !strings.HasPrefix(field(t, out, "runtime error"), want) {
 		t.Fatalf("runtime error %q, want it to start with %q", field(t, out, "runtime error"), want)
 	}
+	// Where it looked and what to do next, as the Python binding says.
+	for _, next := range []string{"TENFERRO_GPU_LIBRARY (not set)", "LD_LIBRARY_PATH=",
+		"make install", "ldconfig", "set TENFERRO_GPU_LIBRARY to its absolute path"} {
+		if !strings.Contains(field(t, out, "runtime error"), next) {
+			t.Fatalf("runtime error %q does not say %q", field(t, out, "runtime error"), next)
+		}
+	}
 }
 
 // TENFERRO_GPU_LIBRARY names the file to load, and only it: an absolute
@@ -116,7 +123,7 @@ func TestLibraryOverride(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "libtenferro_gpu.so.1")
 	out = startChild(t, "TENFERRO_GPU_LIBRARY="+missing)
 	if e := field(t, out, "runtime error"); !strings.Contains(e, missing+": cannot open shared object file") ||
-		field(t, out, "not available") != "true true" {
+		!strings.Contains(e, "the only place tried") || field(t, out, "not available") != "true true" {
 		t.Fatalf("a missing override: %q\n%s", e, out)
 	}
 }

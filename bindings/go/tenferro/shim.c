@@ -81,13 +81,28 @@ static const char *tfgo_library_file(char *why, size_t cap) {
     return path;
 }
 
+/* Why the dlopen of `file` failed, where it looked and what to do next (as
+ * the Python binding's LoadError says). */
+static void tfgo_say_where(char *why, size_t cap, const char *file, const char *err) {
+    const char *path = getenv("LD_LIBRARY_PATH");
+    if (strcmp(file, TFGO_SONAME) != 0) {
+        snprintf(why, cap, "%s; %s=%s is the only place tried: correct it, or unset it to search "
+                 "the loader's path for %s", err ? err : file, TFGO_ENV, file, TFGO_SONAME);
+        return;
+    }
+    snprintf(why, cap, "%s; tried %s (not set) and the dynamic loader's search for %s (the "
+             "program's RUNPATH, LD_LIBRARY_PATH=%s, the ldconfig cache, the system folders): "
+             "install tenferro-gpu (make install; then ldconfig as root, or add its lib folder to "
+             "LD_LIBRARY_PATH), or set %s to its absolute path",
+             err ? err : file, TFGO_ENV, TFGO_SONAME, path && path[0] ? path : "(not set)", TFGO_ENV);
+}
+
 int tfgo_load(char *why, size_t cap) {
     const char *file = tfgo_library_file(why, cap);
     if (file == NULL) return -1;
     void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
-        const char *err = dlerror();
-        snprintf(why, cap, "%s", err ? err : file);
+        tfgo_say_where(why, cap, file, dlerror());
         return -1;
     }
     struct tfgo_table table;

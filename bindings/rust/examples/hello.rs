@@ -56,9 +56,11 @@ fn run() -> tg::Result<()> {
 
 fn main() -> ExitCode {
     if !tg::gpu_available() {
-        match tg::load() {
+        // Why, in the library's words: no libtenferro_gpu.so.1, no CUDA
+        // driver (libcuda.so.1), no device, ...
+        match tg::device_count().and_then(|_| Runtime::new(0)) {
             Err(e) => eprintln!("no GPU: {e}"),
-            Ok(()) => eprintln!("no GPU: no usable CUDA device"),
+            Ok(_) => eprintln!("no GPU: no usable CUDA device"),
         }
         return ExitCode::FAILURE;
     }
