@@ -1099,7 +1099,8 @@ static void test_module_load(void **state) {
     assert_string_equal(text,
                         "no kernel image is available for execution on the device (the "
                         "driver double runs only these kernels: tfd_fill_u32, tfd_add_f32, "
-                        "tfd_illegal_address, tf_read_scalar, tf_bench_spin)");
+                        "tfd_illegal_address, tf_read_scalar, tf_bench_spin, tf_bench_cg_dot, "
+                        "tf_bench_cg_xr, tf_bench_cg_p)");
     assert_int_equal(D.cuModuleGetFunction(&f2, m, "nope"), CUDA_ERROR_NOT_FOUND);
     assert_int_equal(D.cuModuleGetFunction(&f2, (CUmodule)(uintptr_t)0x4440, "tfd_fill_u32"),
                      CUDA_ERROR_INVALID_HANDLE);
