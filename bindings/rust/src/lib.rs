@@ -54,7 +54,7 @@
 //! | [`Registered<T>`] | yes | yes | as `Vec<T>`, which it owns |
 //! | [`RegisteredSlice<'a, T>`] | yes | yes | as `&'a mut [T]` |
 //! | [`Transfer<'d, H>`] | if `H` is | if `H` is | owns `H` and an [`Event`] |
-//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`] | yes | yes | plain data, and what it hands back |
+//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`], [`MemoryStats`] | yes | yes | plain data, and what it hands back |
 //!
 //! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
 //! may move it between worker threads; each call is synchronous and made
@@ -71,11 +71,18 @@
 //! to the asynchronous copies by value ([`HostBuffer`], a [`Registered`]
 //! `Vec`, a [`RegisteredSlice`] that cannot leave its
 //! [`Runtime::with_host_registered`] scope), and each owner lets go of it
-//! only once no stream can still use it, or leaks it.  Device memory is
-//! freed in order on its buffer's own stream; work on *other* streams that
-//! uses a buffer must be finished (or ordered with an [`Event`]) before the
-//! buffer goes, which the types do not check.  docs/rust.md, "Lifetime
-//! rules", says what each type keeps alive and what a failed call leaves.
+//! only once no stream can still use it, or leaks it.  Device memory is freed
+//! in order on its buffer's own stream, after the work this crate queued
+//! with it on other slots, whose uses it records; work you queue yourself
+//! on another slot must be recorded ([`DeviceBuffer::record_use`]) or
+//! finished (or ordered with an [`Event`]) before the buffer goes, which
+//! the types do not check.  docs/rust.md, "Lifetime rules", says what each
+//! type keeps alive and what a failed call leaves.
+//!
+//! # The memory pool (1.2)
+//!
+//! [`Runtime::memory_stats`], [`Runtime::reset_peak_memory_stats`] and
+//! [`Runtime::trim_memory`] watch and trim the device's memory pool.
 //!
 //! License: MIT OR Apache-2.0 (LICENSE, LICENSE-MIT and LICENSE-APACHE at
 //! the top of the repository).
@@ -93,7 +100,9 @@ mod kernels;
 mod library;
 mod log;
 mod memory;
+mod memory_pool;
 mod pending_copies;
+mod recorded_use;
 mod registration;
 mod retirement;
 mod runtime;
@@ -113,6 +122,8 @@ pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConf
 pub use library::load;
 pub use log::{reset_log_callback, set_log_callback, LogLevel};
 pub use memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use memory_pool::MemoryStats;
+pub use recorded_use::DeviceUse;
 pub use runtime::{Capability, Runtime, RuntimeOptions};
 pub use stream::Stream;
 pub use retirement::RetirementStats;

@@ -14,6 +14,7 @@ mod host;
 mod kernels;
 mod log;
 mod memory;
+mod memory_pool;
 mod registration;
 mod runtime;
 mod source;
