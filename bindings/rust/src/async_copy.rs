@@ -15,6 +15,7 @@
 use std::marker::PhantomData;
 use std::ops::DerefMut;
 
+use crate::capture_gate;
 use crate::error::{check, Result};
 use crate::host::{since, HostBuffer};
 use crate::library::api;
@@ -115,12 +116,14 @@ impl Stream {
         let event = self.runtime().event()?;
         let lib = api()?;
         let bytes = std::mem::size_of_val::<[H::Elem]>(&dst);
-        // SAFETY: `dst` is tracked host memory the Transfer owns until the
-        // copy is observed done; `src` is borrowed as long.
-        check(since(unsafe {
-            lib.tf_download_async(self.as_raw(), src.as_raw(), dst.as_mut_ptr().cast(), bytes)
-        })?)?;
-        self.finish(event, dst, src.device_use())
+        capture_gate::async_copy(self, "Stream::download_async", || {
+            // SAFETY: `dst` is tracked host memory the Transfer owns until
+            // the copy is observed done; `src` is borrowed as long.
+            check(since(unsafe {
+                lib.tf_download_async(self.as_raw(), src.as_raw(), dst.as_mut_ptr().cast(), bytes)
+            })?)?;
+            self.finish(event, dst, src.device_use())
+        })
     }
 
     /// Queues a copy of `src` into `dst` (of the same length) on this
@@ -137,11 +140,13 @@ impl Stream {
         let event = self.runtime().event()?;
         let lib = api()?;
         let bytes = std::mem::size_of_val::<[H::Elem]>(&src);
-        // SAFETY: as in download_async.
-        check(since(unsafe {
-            lib.tf_upload_async(self.as_raw(), src.as_ptr().cast(), dst.as_raw(), bytes)
-        })?)?;
-        self.finish(event, src, dst.device_use())
+        capture_gate::async_copy(self, "Stream::upload_async", || {
+            // SAFETY: as in download_async.
+            check(since(unsafe {
+                lib.tf_upload_async(self.as_raw(), src.as_ptr().cast(), dst.as_raw(), bytes)
+            })?)?;
+            self.finish(event, src, dst.device_use())
+        })
     }
 
     /// Records `event` after the queued copy, and the use of the device

@@ -10,6 +10,7 @@ mod context;
 mod errors;
 mod failed_copies;
 mod gemm;
+mod graph;
 mod host;
 mod kernels;
 mod log;

@@ -10,8 +10,8 @@ use std::thread;
 
 use tenferro_gpu::{
     sys, CompileOptions, DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceUse, Error, Event,
-    Function, HostBuffer, LaunchConfig, MemoryStats, Module, Program, Registered,
-    RegisteredSlice, Runtime, RuntimeOptions, Stream, Transfer,
+    Function, Graph, HostBuffer, LaunchConfig, MemoryStats, Module, Program, Registered,
+    RegisteredSlice, Runtime, RuntimeOptions, Stream, Transfer, Updated,
 };
 
 use crate::support::{self, serial};
@@ -31,6 +31,8 @@ fn every_handle_and_memory_type_is_send_and_sync() {
     assert_send_sync::<Module>();
     assert_send_sync::<Function>();
     assert_send_sync::<Program>();
+    assert_send_sync::<Graph>();
+    assert_send_sync::<Updated>();
     assert_send_sync::<MemoryStats>();
     assert_send_sync::<DeviceUse<'static>>();
     assert_send_sync::<HostBuffer<f32>>();
