@@ -16,6 +16,7 @@ mod kernels;
 mod log;
 mod memory;
 mod memory_pool;
+mod old_library;
 mod registration;
 mod runtime;
 mod source;
