@@ -58,4 +58,26 @@ fn main() {
     time("tg::version() (safe)", || {
         black_box(tg::version().unwrap());
     });
+    // A use on another slot, recorded before: what every later record of
+    // it costs (no driver call), raw and through the crate.
+    let other = rt.stream(1).unwrap();
+    let buf = stream.alloc::<u8>(4096).unwrap();
+    buf.record_use(&other).unwrap();
+    let (other_raw, address) = (other.as_raw(), buf.as_raw());
+    // SAFETY: a live handle and an address inside a live allocation.
+    time("sys::tf_memory_record_use(bound, address) (again)", || {
+        black_box(unsafe { sys::tf_memory_record_use(other_raw, address) }.unwrap());
+    });
+    time("buf.record_use(&other_stream) (safe, again)", || {
+        buf.record_use(&other).unwrap();
+    });
+    // The C call enters the primary context: three driver calls from a
+    // thread with none current, one with it current.
+    stream
+        .with_context(|| {
+            time("buf.record_use(&other_stream) (primary context current)", || {
+                buf.record_use(&other).unwrap();
+            });
+        })
+        .unwrap();
 }

@@ -15,10 +15,12 @@
 use std::marker::PhantomData;
 use std::ops::DerefMut;
 
+use crate::capture_gate;
 use crate::error::{check, Result};
 use crate::host::{since, HostBuffer};
 use crate::library::api;
 use crate::memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceRepr};
+use crate::recorded_use::DeviceUse;
 use crate::registration::{Registered, RegisteredSlice};
 use crate::stream::Stream;
 use crate::stream_work::Event;
@@ -114,12 +116,14 @@ impl Stream {
         let event = self.runtime().event()?;
         let lib = api()?;
         let bytes = std::mem::size_of_val::<[H::Elem]>(&dst);
-        // SAFETY: `dst` is tracked host memory the Transfer owns until the
-        // copy is observed done; `src` is borrowed as long.
-        check(since(unsafe {
-            lib.tf_download_async(self.as_raw(), src.as_raw(), dst.as_mut_ptr().cast(), bytes)
-        })?)?;
-        self.finish(event, dst)
+        capture_gate::async_copy(self, "Stream::download_async", || {
+            // SAFETY: `dst` is tracked host memory the Transfer owns until
+            // the copy is observed done; `src` is borrowed as long.
+            check(since(unsafe {
+                lib.tf_download_async(self.as_raw(), src.as_raw(), dst.as_mut_ptr().cast(), bytes)
+            })?)?;
+            self.finish(event, dst, src.device_use())
+        })
     }
 
     /// Queues a copy of `src` into `dst` (of the same length) on this
@@ -136,17 +140,27 @@ impl Stream {
         let event = self.runtime().event()?;
         let lib = api()?;
         let bytes = std::mem::size_of_val::<[H::Elem]>(&src);
-        // SAFETY: as in download_async.
-        check(since(unsafe {
-            lib.tf_upload_async(self.as_raw(), src.as_ptr().cast(), dst.as_raw(), bytes)
-        })?)?;
-        self.finish(event, src)
+        capture_gate::async_copy(self, "Stream::upload_async", || {
+            // SAFETY: as in download_async.
+            check(since(unsafe {
+                lib.tf_upload_async(self.as_raw(), src.as_ptr().cast(), dst.as_raw(), bytes)
+            })?)?;
+            self.finish(event, src, dst.device_use())
+        })
     }
 
-    /// Records `event` after the queued copy.  If that fails the copy may
-    /// run: wait for the stream before the memory can be dropped.
-    fn finish<'d, H: PinnedMemory>(&self, event: Event, host: H) -> Result<Transfer<'d, H>> {
-        if let Err(e) = self.runtime().record_event(&event) {
+    /// Records `event` after the queued copy, and the use of the device
+    /// memory when its buffer is another slot's.  If the event cannot be
+    /// recorded the copy may run: wait for the stream before the memory can
+    /// be dropped.
+    fn finish<'d, H: PinnedMemory>(
+        &self,
+        event: Event,
+        host: H,
+        used: Option<DeviceUse<'_>>,
+    ) -> Result<Transfer<'d, H>> {
+        let recorded = self.runtime().record_uses([used]);
+        if let Err(e) = recorded.and_then(|()| self.runtime().record_event(&event)) {
             if self.sync().is_err() {
                 // The device's use cannot be bounded: never free the memory.
                 std::mem::forget(host);

@@ -195,7 +195,8 @@ impl Runtime {
             // SAFETY: the operands were checked to fit their buffers, and
             // alpha and beta are host values, as the pointer mode says.
             unsafe { f(handle, ta, tb, m, n, k, &alpha, pa, lda, pb, ldb, &beta, pc, ldc) }
-        })
+        })?;
+        self.record_uses([a.device_use(), b.device_use(), c.device_use()])
     }
 
     /// C = A B for row-major (C-order) matrices, A m x k, B k x n, C m x n,

@@ -26,6 +26,7 @@ use crate::error::{check, out_param, Error, Result};
 use crate::host::since;
 use crate::library::{api, defaults};
 use crate::memory::{AddressField, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::recorded_use::DeviceUse;
 use crate::runtime::Runtime;
 use crate::sys;
 
@@ -325,6 +326,13 @@ impl Default for LaunchConfig {
 /// `arg_ptr` must point at the parameter's bytes while `self` lives.
 pub unsafe trait KernelArg {
     fn arg_ptr(&self) -> *const c_void;
+    /// The buffer memory the parameter names, whose use on another slot a
+    /// launch records (docs/rust.md, "Lifetime rules"): buffers and views
+    /// of buffers give it; the default, for plain values, is `None`.  A
+    /// wrapper of a buffer may return the buffer's.
+    fn device_use(&self) -> Option<DeviceUse<'_>> {
+        None
+    }
 }
 
 // SAFETY (all four): the pointer is to the value, or to the address field
@@ -339,17 +347,26 @@ unsafe impl<T: DeviceRepr> KernelArg for DeviceBuffer<T> {
     fn arg_ptr(&self) -> *const c_void {
         (self.address_field() as *const u64).cast()
     }
+    fn device_use(&self) -> Option<DeviceUse<'_>> {
+        self.as_slice().device_use()
+    }
 }
 
 unsafe impl<T: DeviceRepr> KernelArg for DeviceSlice<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (self.address_field() as *const u64).cast()
     }
+    fn device_use(&self) -> Option<DeviceUse<'_>> {
+        DeviceSlice::device_use(self)
+    }
 }
 
 unsafe impl<T: DeviceRepr> KernelArg for DeviceSliceMut<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (self.address_field() as *const u64).cast()
+    }
+    fn device_use(&self) -> Option<DeviceUse<'_>> {
+        DeviceSliceMut::device_use(self)
     }
 }
 
@@ -421,7 +438,8 @@ impl Runtime {
         let lib = api()?;
         let mut pointers: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr() as *mut c_void).collect();
         let params = if pointers.is_empty() { ptr::null_mut() } else { pointers.as_mut_ptr() };
-        check(lib.tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))
+        check(lib.tf_kernel_launch(self.as_raw(), function.as_raw(), config.as_raw(), params))?;
+        self.record_uses(args.iter().map(|a| a.device_use()))
     }
 }
 

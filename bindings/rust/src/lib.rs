@@ -49,12 +49,12 @@
 //! | [`Runtime`], [`Stream`] | yes | yes | the C library lets any thread use a (bound) handle and serializes what it must |
 //! | [`DeviceBuffer<T>`] | yes | yes | freed on its own stream from any thread; `&` only reads |
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | yes | yes | as `&[T]` and `&mut [T]` |
-//! | [`Event`], [`Module`], [`Function`], [`Program`] | yes | yes | thread-safe in C; released in `Drop` only |
+//! | [`Event`], [`Module`], [`Function`], [`Program`], [`Graph`] | yes | yes | thread-safe in C; released in `Drop` only |
 //! | [`HostBuffer<T>`] | yes | yes | as `Box<[T]>`; the pool's free is thread-safe |
 //! | [`Registered<T>`] | yes | yes | as `Vec<T>`, which it owns |
 //! | [`RegisteredSlice<'a, T>`] | yes | yes | as `&'a mut [T]` |
 //! | [`Transfer<'d, H>`] | if `H` is | if `H` is | owns `H` and an [`Event`] |
-//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`] | yes | yes | plain data, and what it hands back |
+//! | [`Error`], [`RegisterError<T>`], [`UnregisterError<T>`], [`MemoryStats`], [`Updated`] | yes | yes | plain data, and what it hands back |
 //!
 //! A future that holds a [`Stream`] (and buffers) is `Send`, so an executor
 //! may move it between worker threads; each call is synchronous and made
@@ -71,11 +71,23 @@
 //! to the asynchronous copies by value ([`HostBuffer`], a [`Registered`]
 //! `Vec`, a [`RegisteredSlice`] that cannot leave its
 //! [`Runtime::with_host_registered`] scope), and each owner lets go of it
-//! only once no stream can still use it, or leaks it.  Device memory is
-//! freed in order on its buffer's own stream; work on *other* streams that
-//! uses a buffer must be finished (or ordered with an [`Event`]) before the
-//! buffer goes, which the types do not check.  docs/rust.md, "Lifetime
-//! rules", says what each type keeps alive and what a failed call leaves.
+//! only once no stream can still use it, or leaks it; a graph capture
+//! never takes such memory ([`Stream::capture`]).  Device memory is freed
+//! in order on its buffer's own stream, after the work this crate queued
+//! with it on other slots, whose uses it records; work you queue yourself
+//! on another slot must be recorded ([`DeviceBuffer::record_use`]) or
+//! finished (or ordered with an [`Event`]) before the buffer goes, which
+//! the types do not check.  docs/rust.md, "Lifetime rules", says what each
+//! type keeps alive and what a failed call leaves.
+//!
+//! # Graphs and the memory pool (1.2)
+//!
+//! [`Stream::capture`] turns the work a closure queues into a [`Graph`]
+//! that [`Graph::launch`] runs again with one launch; the capture ends
+//! before `capture` returns, also when the closure fails or panics, so no
+//! guard can be forgotten with the slot still capturing.
+//! [`Runtime::memory_stats`], [`Runtime::reset_peak_memory_stats`] and
+//! [`Runtime::trim_memory`] watch and trim the device's memory pool.
 //!
 //! License: MIT OR Apache-2.0 (LICENSE, LICENSE-MIT and LICENSE-APACHE at
 //! the top of the repository).
@@ -86,14 +98,18 @@ pub mod cublas;
 
 mod async_copy;
 mod callback;
+mod capture_gate;
 mod device;
 mod error;
+mod graph;
 mod host;
 mod kernels;
 mod library;
 mod log;
 mod memory;
+mod memory_pool;
 mod pending_copies;
+mod recorded_use;
 mod registration;
 mod retirement;
 mod runtime;
@@ -107,12 +123,15 @@ pub use callback::CALLBACK_PANICKED;
 pub use device::{device_count, device_info, devices, gpu_available, DeviceProperties};
 pub use error::{clear_last_error, last_error, status_string, CodeDomain, Error, Result, Status};
 pub use async_copy::{PinnedMemory, Transfer};
+pub use graph::{Graph, Updated};
 pub use host::{HostBuffer, HostPoolStats};
 pub use registration::{RegisterError, Registered, RegisteredSlice, UnregisterError};
 pub use kernels::{CompileOptions, CompileTarget, Function, KernelArg, LaunchConfig, Module, Program};
 pub use library::load;
 pub use log::{reset_log_callback, set_log_callback, LogLevel};
 pub use memory::{AsDeviceSlice, AsDeviceSliceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use memory_pool::MemoryStats;
+pub use recorded_use::DeviceUse;
 pub use runtime::{Capability, Runtime, RuntimeOptions};
 pub use stream::Stream;
 pub use retirement::RetirementStats;

@@ -19,11 +19,13 @@
 //! `tf_free` on its own stream from whichever thread drops it, which the
 //! library allows.  `&DeviceBuffer` only reads device memory (downloads,
 //! copies from it), and writes need `&mut`, so sharing a buffer between
-//! threads races no more than sharing a `&[T]` does.  What the types do not
-//! order is work on *other* streams: a buffer used on another slot's stream
-//! must have that work finished (or waited for with [`Stream::wait_for`] or
-//! an [`Event`](crate::Event)) before it is dropped or reused, as with any
-//! CUDA allocation.
+//! threads races no more than sharing a `&[T]` does.  Work this crate
+//! queues with a buffer on another slot's stream records that use, so the
+//! buffer's free waits for it on the device (recorded_use.rs); what the
+//! types do not order is work you queue on another stream yourself: record
+//! it ([`DeviceBuffer::record_use`]) or finish it (or wait for it with
+//! [`Stream::wait_for`] or an [`Event`](crate::Event)) before the buffer is
+//! dropped or reused, as with any CUDA allocation.
 //!
 //! # What does not compile
 //!
@@ -64,6 +66,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::{Error, Result};
+use crate::recorded_use::DeviceUse;
 use crate::retirement::{free_in_release, Retired};
 use crate::runtime::Capability;
 use crate::stream::Stream;
@@ -127,7 +130,8 @@ fn offset<T>(ptr: u64, start: usize) -> u64 {
 ///
 /// Dropping it frees it (`tf_free`) in order on the [`Stream`] it was
 /// allocated on, whichever thread drops it, so work queued there before
-/// still sees it; [`DeviceBuffer::free`] does the same and reports an
+/// still sees it, and so does work this crate queued with it on other
+/// slots (their uses are recorded); [`DeviceBuffer::free`] does the same and reports an
 /// error, [`DeviceBuffer::retire`] frees it once the device has passed the
 /// work queued so far, without waiting.  The buffer holds a reference to
 /// its stream (and so to the runtime).  Its contents start uninitialized:
@@ -191,11 +195,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// The whole buffer, borrowed.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice { ptr: self.ptr, len: self.len, stream: &self.stream, _values: PhantomData }
+        let (ptr, len, stream) = (self.ptr, self.len, &self.stream);
+        DeviceSlice { ptr, len, stream, tracked: true, _values: PhantomData }
     }
     /// The whole buffer, borrowed mutably.
     pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut { ptr: self.ptr, len: self.len, stream: &self.stream, _values: PhantomData }
+        let (ptr, len, stream) = (self.ptr, self.len, &self.stream);
+        DeviceSliceMut { ptr, len, stream, tracked: true, _values: PhantomData }
     }
     /// The values in `range`; panics if it is out of bounds, as slicing does.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceSlice<'_, T> {
@@ -295,6 +301,9 @@ pub struct DeviceSlice<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
     stream: &'a Stream,
+    /// Memory of a [`DeviceBuffer`] freed on `stream`, whose uses on other
+    /// slots the crate records (recorded_use.rs); not for `from_raw` views.
+    tracked: bool,
     _values: PhantomData<&'a [T]>,
 }
 
@@ -305,6 +314,8 @@ pub struct DeviceSliceMut<'a, T: DeviceRepr> {
     ptr: u64,
     len: usize,
     stream: &'a Stream,
+    /// As for [`DeviceSlice`].
+    tracked: bool,
     _values: PhantomData<&'a mut [T]>,
 }
 
@@ -316,7 +327,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// `stream`'s device that stays allocated, and that nothing writes
     /// through another handle, for `'a`.
     pub unsafe fn from_raw(stream: &'a Stream, ptr: u64, len: usize) -> Self {
-        DeviceSlice { ptr, len, stream, _values: PhantomData }
+        DeviceSlice { ptr, len, stream, tracked: false, _values: PhantomData }
     }
     /// The values in `range` of this view; panics if it is out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceSlice<'a, T> {
@@ -344,11 +355,12 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// As [`DeviceSlice::from_raw`], and nothing else reads or writes the
     /// range through another handle for `'a`.
     pub unsafe fn from_raw(stream: &'a Stream, ptr: u64, len: usize) -> Self {
-        DeviceSliceMut { ptr, len, stream, _values: PhantomData }
+        DeviceSliceMut { ptr, len, stream, tracked: false, _values: PhantomData }
     }
     /// This view, read-only, for as long as it is borrowed.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice { ptr: self.ptr, len: self.len, stream: self.stream, _values: PhantomData }
+        let (ptr, len, stream, tracked) = (self.ptr, self.len, self.stream, self.tracked);
+        DeviceSlice { ptr, len, stream, tracked, _values: PhantomData }
     }
     /// The values in `range` of this view, mutably, for as long as this
     /// view is borrowed; panics if it is out of bounds.
@@ -374,7 +386,8 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         (DeviceSliceMut { len: mid, ..self }, tail)
     }
     fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut { ptr: self.ptr, len: self.len, stream: self.stream, _values: PhantomData }
+        let (ptr, len, stream, tracked) = (self.ptr, self.len, self.stream, self.tracked);
+        DeviceSliceMut { ptr, len, stream, tracked, _values: PhantomData }
     }
     /// Copies `src` (of the view's length) into the view, on the view's
     /// stream.  `src` may be reused on return.
@@ -463,6 +476,11 @@ macro_rules! view_common {
             /// The stream of the buffer this view borrows.
             pub fn stream(&self) -> &'a Stream {
                 self.stream
+            }
+            /// The use of a buffer's memory a call records on another slot
+            /// (recorded_use.rs): none when empty or made with `from_raw`.
+            pub(crate) fn device_use(&self) -> Option<DeviceUse<'a>> {
+                (self.tracked && self.len > 0).then_some(DeviceUse { ptr: self.ptr, owner: self.stream })
             }
             /// The values in `range` of this view, or `None` if out of bounds.
             fn try_narrowed(self, range: impl RangeBounds<usize>) -> Option<Self> {

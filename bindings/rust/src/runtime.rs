@@ -75,6 +75,33 @@ impl RuntimeOptions {
         self.raw.download_chunk_bytes = bytes;
         self
     }
+    /// Unused device memory, in bytes, that the device's pool keeps when a
+    /// synchronizing call (of a stream, an event or the context) finds it
+    /// holding more; 0 (the default value of the field) picks
+    /// [`sys::TF_DEFAULT_MEMORY_RELEASE_THRESHOLD`], which keeps all until
+    /// [`Runtime::trim_memory`] or an out-of-memory retry; 1 keeps none.
+    /// The pool is the device's, made by its first runtime: while a
+    /// runtime of the device lives, a nonzero value must equal the pool's
+    /// (InvalidArgument naming both otherwise; [`Runtime::memory_stats`]
+    /// shows it).  A library older than the memory pool refuses a nonzero
+    /// value (InvalidArgument: a field it does not know).
+    pub fn memory_release_threshold(mut self, bytes: u64) -> Self {
+        self.raw.memory_release_threshold = bytes;
+        self
+    }
+    /// Most device memory, in bytes, that the device's pool may hold from
+    /// the driver, in use or cached, counted in the driver's granularity;
+    /// an allocation that needs more is tried again once the pool gave its
+    /// cached memory back, then fails with OutOfMemory.  0 (the default):
+    /// no limit; otherwise at least [`sys::TF_MIN_MEMORY_RESERVED_LIMIT`]
+    /// (InvalidArgument below it).  A driver too old to bound a pool
+    /// refuses the runtime with NotSupported.  Shared by the device's
+    /// runtimes, and refused by an older library, as the release threshold
+    /// is.
+    pub fn memory_reserved_limit(mut self, bytes: u64) -> Self {
+        self.raw.memory_reserved_limit = bytes;
+        self
+    }
     /// The raw struct, for `sys` calls.
     pub fn as_raw(&self) -> &sys::tf_runtime_options {
         &self.raw
@@ -95,6 +122,8 @@ impl fmt::Debug for RuntimeOptions {
             .field("retirement_capacity", &self.raw.retirement_capacity)
             .field("download_threads", &self.raw.download_threads)
             .field("download_chunk_bytes", &self.raw.download_chunk_bytes)
+            .field("memory_release_threshold", &self.raw.memory_release_threshold)
+            .field("memory_reserved_limit", &self.raw.memory_reserved_limit)
             .finish()
     }
 }
@@ -175,7 +204,9 @@ impl Runtime {
     }
 
     /// A runtime on device `ordinal` with `options`; errors as [`Runtime::new`]
-    /// (InvalidArgument for an option out of range).
+    /// (InvalidArgument for an option out of range, or a memory option
+    /// other than that of the device's pool, which a runtime still alive
+    /// made; NotSupported for a reserved limit the driver cannot keep).
     pub fn with_options(ordinal: i32, options: &RuntimeOptions) -> Result<Runtime> {
         let lib = api()?;
         // SAFETY: valid options struct and out pointer.

@@ -51,7 +51,8 @@ impl Stream {
     ) -> Result<()> {
         let dst = dst.as_device_slice_mut();
         Stream::same_len(src.len(), dst.len(), "Stream::upload")?;
-        self.runtime().upload(src, dst.as_raw())
+        self.runtime().upload(src, dst.as_raw())?;
+        self.runtime().record_uses([dst.device_use()])
     }
 
     /// Fills `dst` from `src` (of the same length) after the work queued on
@@ -101,14 +102,17 @@ impl Stream {
     ) -> Result<()> {
         let (src, dst) = (src.as_device_slice(), dst.as_device_slice_mut());
         Stream::same_len(src.len(), dst.len(), "Stream::copy")?;
-        self.runtime().copy(src.as_raw(), dst.as_raw(), src.byte_len())
+        self.runtime().copy(src.as_raw(), dst.as_raw(), src.byte_len())?;
+        self.runtime().record_uses([src.device_use(), dst.device_use()])
     }
 
     /// Copies `src` (this runtime's device) into `dst` (of the same length)
     /// on the device of `dst`'s stream, queued on this stream
     /// (`tf_peer_copy`).  `dst`'s stream does not wait for it: sync this
     /// stream (or record an [`Event`](crate::Event) here and wait for it
-    /// there) before work there uses `dst`.
+    /// there) before work there uses `dst`, and, when `dst` is on another
+    /// device, before `dst` is dropped (its use is recorded only on one
+    /// device: docs/rust.md, "Lifetime rules").
     pub fn peer_copy<T: DeviceRepr>(
         &self,
         src: &impl AsDeviceSlice<T>,
@@ -116,7 +120,11 @@ impl Stream {
     ) -> Result<()> {
         let (src, dst) = (src.as_device_slice(), dst.as_device_slice_mut());
         Stream::same_len(src.len(), dst.len(), "Stream::peer_copy")?;
-        self.runtime().peer_copy(src.as_raw(), dst.stream().runtime(), dst.as_raw(), src.byte_len())
+        let dst_rt = dst.stream().runtime();
+        self.runtime().peer_copy(src.as_raw(), dst_rt, dst.as_raw(), src.byte_len())?;
+        // A slot records uses of its own device's memory only.
+        let same_device = self.runtime().primary_context()? == dst_rt.primary_context()?;
+        self.runtime().record_uses([src.device_use(), dst.device_use().filter(|_| same_device)])
     }
 }
 

@@ -6,7 +6,8 @@
 //!
 //!  - [`Library`](crate::Library): a table with one function pointer per
 //!    function, and a method of the same name calling it;
-//!  - `Library::NAMES`, the names in the order of the list;
+//!  - `Library::NAMES`, the names in the order of the list, and
+//!    `Library::SINCE`, the minor version that added each (`None`: 1.0);
 //!  - with `linked`: an `extern "C"` block (resolved by the linker) and a
 //!    static table of those functions;
 //!  - without it (`dynamic-loading`): the table's resolution with dlsym and a
@@ -80,6 +81,14 @@ macro_rules! __tf_resolved {
     }};
 }
 
+/// The version an entry is marked with, for `Library::SINCE`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tf_since {
+    ([$since:literal]) => { Some(stringify!($since)) };
+    () => { None };
+}
+
 /// A linked function as a field value.
 #[doc(hidden)]
 #[macro_export]
@@ -108,6 +117,12 @@ macro_rules! declare_functions {
         impl Library {
             /// The functions' names, in the order of the declarations.
             pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// For each of [`Library::NAMES`], the minor version that added
+            /// it (`Some("1.2")`), or `None` for a function of 1.0: the
+            /// functions an older library may lack, which are optional with
+            /// `dynamic-loading`.
+            pub const SINCE: &'static [Option<&'static str>] = &[$($crate::__tf_since!($([$since])?)),*];
 
             $(
                 $(#[$meta])*

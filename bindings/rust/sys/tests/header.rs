@@ -55,6 +55,42 @@ fn every_header_function_is_in_the_list_in_the_headers_order() {
     assert_eq!(listed, names, "the declarations differ from the header's TF_API functions");
 }
 
+/// Every function's `@since` in the header, in the header's order: the
+/// tag of the doc comment right before its declaration.
+fn header_since() -> Vec<(String, String)> {
+    let text = repository_file("include/tenferro_gpu.h");
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("TF_API") {
+        let (before, after) = rest.split_at(at);
+        let comment = &before[before.rfind("/**").unwrap_or(0)..];
+        let declaration = after.split(';').next().unwrap();
+        rest = &after["TF_API".len()..];
+        let Some(paren) = declaration.find('(') else { continue };
+        let head = declaration[..paren].trim_end();
+        let name = head.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap();
+        if !name.starts_with("tf_") {
+            continue;
+        }
+        let since = comment.split("@since").nth(1).map(|t| t.split_whitespace().next().unwrap());
+        out.push((name.to_string(), since.unwrap_or("none").to_string()));
+    }
+    out
+}
+
+#[test]
+fn the_optional_functions_are_those_the_header_says_are_newer_than_1_0() {
+    let header = header_since();
+    assert_eq!(header.len(), sys::Library::NAMES.len());
+    for ((name, since), (listed, optional)) in
+        header.iter().zip(sys::Library::NAMES.iter().zip(sys::Library::SINCE))
+    {
+        assert_eq!(name, listed);
+        let want = if since == "1.0" { None } else { Some(since.as_str()) };
+        assert_eq!(*optional, want, "{name}: the header says @since {since}");
+    }
+}
+
 /// A constant's value as the header or the crate states it.
 #[derive(Debug, PartialEq)]
 enum Value {

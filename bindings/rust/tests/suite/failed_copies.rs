@@ -4,7 +4,7 @@
 //! use the memory, so its owner lets go of it only after a sync of the
 //! copy's slot succeeds, and leaks it otherwise (issue 17, item 6).
 
-use tenferro_gpu::{DeviceBuffer, Runtime, Status, Stream};
+use tenferro_gpu::{sys, DeviceBuffer, Runtime, Status, Stream};
 
 use crate::support::{self, serial, CUDA_ERROR_UNKNOWN};
 
@@ -28,6 +28,17 @@ fn assert_failed_wait(e: tenferro_gpu::Error) {
     assert_eq!((e.status(), e.call()), (Status::Cuda, "cuStreamSynchronize"), "{e}");
 }
 
+/// Frees a block the test leaked on purpose, once its runtime is gone
+/// (`tf_host_free(NULL, ptr)`): a block left allocated keeps the primary
+/// context retained, and a later test's poisoned context would stay so.
+fn free_leaked_block(ptr: *const u8) {
+    let lib = sys::library().unwrap();
+    // SAFETY: a tf_host_alloc block nothing uses any more, freed once.
+    let status = unsafe { lib.tf_host_free(std::ptr::null_mut(), ptr as *mut _) }.unwrap();
+    assert_eq!(status, sys::TF_OK);
+    assert_eq!(support::double().refcount(), 0);
+}
+
 #[test]
 fn double_a_failed_download_never_lands_in_the_next_host_buffer() {
     let _s = serial();
@@ -48,6 +59,7 @@ fn double_a_host_buffer_whose_failed_copy_cannot_be_waited_for_is_leaked() {
     let d = support::double();
     let (rt, stream, dev) = setup();
     let mut stale = rt.host_alloc::<u8>(N).unwrap();
+    let leaked_block = stale.as_ptr();
     let before = rt.host_stats().unwrap();
     fail_waits(2); // the download's wait, and the one before the free
     assert_failed_wait(stream.download(&dev, &mut stale).unwrap_err());
@@ -61,6 +73,8 @@ fn double_a_host_buffer_whose_failed_copy_cannot_be_waited_for_is_leaked() {
     fresh.fill(0x11);
     stream.sync().unwrap();
     assert_eq!(fresh[0], 0x11);
+    drop((fresh, dev, stream, rt));
+    free_leaked_block(leaked_block);
 }
 
 #[test]
@@ -112,6 +126,7 @@ fn double_a_failed_copy_through_another_runtime_keeps_the_block_until_that_slot_
     let (rt, stream, dev) = setup();
     let other = Runtime::new(0).unwrap(); // owns the page-locked block
     let before = other.host_stats().unwrap();
+    let mut leaked_block = std::ptr::null();
     for sync_first in [false, true] {
         let mut block = other.host_alloc::<u8>(N).unwrap();
         fail_waits(1);
@@ -120,6 +135,7 @@ fn double_a_failed_copy_through_another_runtime_keeps_the_block_until_that_slot_
             stream.sync().unwrap();
             block.free().unwrap();
         } else {
+            leaked_block = block.as_ptr();
             let e = block.free().unwrap_err();
             assert_eq!(e.status(), Status::RuntimeState);
             assert!(e.message().contains("another runtime"), "{e}");
@@ -127,7 +143,8 @@ fn double_a_failed_copy_through_another_runtime_keeps_the_block_until_that_slot_
     }
     // the first block is leaked, the second went back to the pool
     assert_eq!(other.host_stats().unwrap().blocks_in_use, before.blocks_in_use + 1);
-    drop(rt);
+    drop((dev, stream, rt, other));
+    free_leaked_block(leaked_block);
 }
 
 #[test]

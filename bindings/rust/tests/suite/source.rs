@@ -16,29 +16,13 @@ use crate::support::serial;
 
 /// Read one at a time through `tg::last_error()`'s single tf_last_error
 /// call; callable raw through `sys` only.
-const RAW_ONLY: [&str; 18] = [
+const RAW_ONLY: [&str; 6] = [
     "tf_last_error_message",
     "tf_last_error_operation",
     "tf_last_error_call",
     "tf_last_error_code",
     "tf_last_error_code_domain",
     "tf_last_error_status",
-    // Graph capture (1.2): declared in tenferro-gpu-sys; the safe guard is
-    // the follow-up after the C library's graph branch merges.
-    "tf_graph_capture_begin",
-    "tf_graph_capture_end",
-    "tf_graph_capture_update",
-    "tf_graph_capture_abort",
-    "tf_graph_launch",
-    "tf_graph_retain",
-    "tf_graph_release",
-    // 1.2, the device memory pool: declared in sys; the safe API for them
-    // comes in the follow-up (UNBOUND.txt says so too).
-    "tf_memory_pool_stats_init",
-    "tf_memory_stats",
-    "tf_memory_reset_peak",
-    "tf_memory_trim",
-    "tf_memory_record_use",
 ];
 
 fn crate_dir() -> PathBuf {

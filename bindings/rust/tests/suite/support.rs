@@ -32,6 +32,8 @@ pub const CU_STREAM_NON_BLOCKING: u32 = 1;
 pub const TFD_STREAMS: i32 = 0;
 pub const TFD_DEVICE_ALLOCS: i32 = 2;
 pub const TFD_MODULES: i32 = 4;
+pub const TFD_GRAPHS: i32 = 8;
+pub const TFD_GRAPH_EXECS: i32 = 9;
 pub const CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: i32 = 115;
 
 /// A kernel for NVRTC.  On a GPU it runs as written; the driver double
@@ -103,6 +105,7 @@ double_api! {
     func_attribute: fn(*mut c_void, c_int) -> c_int;
     cublas_stream: fn(*mut c_void) -> *mut c_void;
     set_attribute: fn(c_int, c_int, c_int);
+    capture_nodes: fn(*mut c_void) -> c_ulong;
 }
 
 impl Double {

@@ -9,9 +9,9 @@ use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::thread;
 
 use tenferro_gpu::{
-    sys, CompileOptions, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Event, Function,
-    HostBuffer, LaunchConfig, Module, Program, Registered, RegisteredSlice, Runtime,
-    RuntimeOptions, Stream, Transfer,
+    sys, CompileOptions, DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceUse, Error, Event,
+    Function, Graph, HostBuffer, LaunchConfig, MemoryStats, Module, Program, Registered,
+    RegisteredSlice, Runtime, RuntimeOptions, Stream, Transfer, Updated,
 };
 
 use crate::support::{self, serial};
@@ -31,6 +31,10 @@ fn every_handle_and_memory_type_is_send_and_sync() {
     assert_send_sync::<Module>();
     assert_send_sync::<Function>();
     assert_send_sync::<Program>();
+    assert_send_sync::<Graph>();
+    assert_send_sync::<Updated>();
+    assert_send_sync::<MemoryStats>();
+    assert_send_sync::<DeviceUse<'static>>();
     assert_send_sync::<HostBuffer<f32>>();
     assert_send_sync::<Registered<u8>>();
     assert_send_sync::<RegisteredSlice<'static, u8>>();
