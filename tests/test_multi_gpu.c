@@ -4,8 +4,10 @@
  * primary context on a device nobody asked for (checked in fresh
  * processes), peer availability per ordered pair as the driver answers it,
  * peer copies ordered after the source slot's work, peer access set up
- * again for a destination context created anew, and addresses of the other
- * device refused.
+ * again for a destination context created anew, addresses of the other
+ * device refused, a memory pool per device, page-locked blocks of one
+ * device's runtime used by the other's copies, and scalar reads on both devices
+ * from threads at once.
  *
  * Against the double the process sees two devices (tfd_set_devices); on a
  * GPU machine the tests need two GPUs and skip with one. */
@@ -851,6 +853,149 @@ static void threads_use_both_devices(void **state) {
     }
 }
 
+/* ---- what 1.1 and 1.2 added, on two devices ------------------------------ */
+
+/* Each device has its own pool, shared by that device's runtimes: an
+ * allocation on one device shows in its statistics only, a second runtime
+ * of device 1 reads device 1's, and the pools go with their devices' last
+ * runtimes. */
+static uint64_t in_use(tf_runtime *rt) {
+    tf_memory_pool_stats st;
+    tf_memory_pool_stats_init(&st, sizeof st);
+    assert_ok(tf_memory_stats(rt, &st));
+    return st.in_use_bytes;
+}
+
+static void each_device_has_its_own_pool(void **state) {
+    struct pair p;
+    tf_runtime *again = NULL;
+    uint64_t a, b;
+    uint64_t base0, base1;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    open_pair(&p);
+    base0 = in_use(p.rt[0]);
+    base1 = in_use(p.rt[1]);
+    a = lib_alloc(p.rt[0], (size_t)1 << 20);
+    b = lib_alloc(p.rt[1], (size_t)3 << 20);
+    assert_int_equal(in_use(p.rt[0]) - base0, (uint64_t)1 << 20);
+    assert_int_equal(in_use(p.rt[1]) - base1, (uint64_t)3 << 20);
+    assert_ok(tf_runtime_new(1, &again));
+    assert_int_equal(in_use(again), in_use(p.rt[1]));
+    if (tfd()) assert_int_equal(tfd()->tfd_live(TFD_MEM_POOLS), 2);
+    assert_ok(tf_runtime_sync(p.rt[1]));
+    lib_free(again, b); /* any runtime of the device frees its pool's memory */
+    assert_int_equal(in_use(p.rt[1]), base1);
+    assert_int_equal(in_use(p.rt[0]) - base0, (uint64_t)1 << 20);
+    lib_free(p.rt[0], a);
+    assert_ok(tf_runtime_release(again));
+    close_pair(&p);
+    if (tfd()) {
+        assert_int_equal(tfd()->tfd_live(TFD_MEM_POOLS), 0);
+        assert_int_equal(tfd()->tfd_live(TFD_DEVICE_ALLOCS), 0);
+    }
+}
+
+/* A page-locked block of one device's runtime (portable) carries the other
+ * device's synchronous upload and download; the other's asynchronous
+ * copies refuse it, as the header says (the block's pool could not be told
+ * of their use), and nothing is queued.  Both directions. */
+static void host_block_of_one_device_serves_the_other(void **state) {
+    struct pair p;
+    const size_t n = ((size_t)1 << 20) + 7;
+    unsigned char *h = NULL;
+    uint64_t dev;
+    int s;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    open_pair(&p);
+    for (s = 0; s < 2; ++s) {
+        tf_runtime *owner = p.rt[s], *user = p.rt[1 - s];
+        assert_ok(tf_host_alloc(owner, n, (void **)&h));
+        dev = lib_alloc(user, n);
+        fill_pattern(h, n, 90 + (uint32_t)s);
+        assert_ok(tf_upload(user, h, dev, n));
+        memset(h, 0, n);
+        assert_ok(tf_download(user, dev, h, n));
+        assert_pattern(h, n, 90 + (uint32_t)s);
+        assert_failure(tf_upload_async(user, h, dev, n), TF_ERROR_INVALID_ARGUMENT,
+                       "tf_upload_async", "tf_host_alloc");
+        assert_failure(tf_download_async(user, dev, h, n), TF_ERROR_INVALID_ARGUMENT,
+                       "tf_download_async", "tf_host_register");
+        assert_ok(tf_runtime_sync(user));
+        assert_pattern(h, n, 90 + (uint32_t)s); /* the refused copies wrote nothing */
+        assert_ok(tf_host_free(owner, h));
+        lib_free(user, dev);
+    }
+    close_pair(&p);
+    if (tfd()) {
+        assert_int_equal(tfd()->tfd_primary_refcount(0), 0);
+        assert_int_equal(tfd()->tfd_primary_refcount(1), 0);
+    }
+}
+
+/* Scalar reads on both devices from several threads at once, with idle
+ * gaps so both the spinning and the waiting paths run: every read returns
+ * the value its own thread wrote. */
+struct scalar_worker {
+    struct pair *p;
+    int index;
+    int failures;
+    char why[160];
+};
+
+static void *read_scalars_on_both(void *arg) {
+    struct scalar_worker *w = arg;
+    uint64_t buf[2] = {0, 0};
+    int i;
+    for (i = 0; i < 2; ++i)
+        if (tf_alloc(w->p->rt[i], 64, &buf[i]) != TF_OK) {
+            snprintf(w->why, sizeof w->why, "tf_alloc: %s", tf_last_error_message());
+            ++w->failures;
+            return NULL;
+        }
+    for (i = 0; i < ROUNDS * 4 && !w->failures; ++i) {
+        const int d = (w->index + i) & 1;
+        const uint64_t value = ((uint64_t)w->index << 32) | (uint64_t)i, got = ~value;
+        uint64_t out = got;
+        if (tf_upload(w->p->rt[d], &value, buf[d], sizeof value) != TF_OK ||
+            tf_download_scalar(w->p->rt[d], buf[d], &out, sizeof out) != TF_OK) {
+            snprintf(w->why, sizeof w->why, "round %d: %s", i, tf_last_error_message());
+            ++w->failures;
+        } else if (out != value) {
+            snprintf(w->why, sizeof w->why, "round %d on device %d: read %llx, wrote %llx", i, d,
+                     (unsigned long long)out, (unsigned long long)value);
+            ++w->failures;
+        }
+        if (i % 7 == 0) usleep(2000); /* an idle gap */
+    }
+    for (i = 0; i < 2; ++i)
+        if (tf_free(w->p->rt[i], buf[i]) != TF_OK) ++w->failures;
+    return NULL;
+}
+
+static void scalar_reads_on_both_devices_from_threads(void **state) {
+    struct pair p;
+    struct scalar_worker w[THREADS];
+    pthread_t t[THREADS];
+    int i;
+    (void)state;
+    REQUIRE_TWO_DEVICES();
+    open_pair(&p);
+    for (i = 0; i < THREADS; ++i) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].p = &p;
+        w[i].index = i;
+        assert_int_equal(pthread_create(&t[i], NULL, read_scalars_on_both, &w[i]), 0);
+    }
+    for (i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
+    for (i = 0; i < THREADS; ++i) {
+        if (w[i].failures) print_error("thread %d: %s\n", i, w[i].why);
+        assert_int_equal(w[i].failures, 0);
+    }
+    close_pair(&p);
+}
+
 /* A fault on the destination's device is the destination's: a peer copy to
  * it is refused, and the healthy source runtime stays usable. */
 static int32_t noop(void *user_data) {
@@ -943,6 +1088,9 @@ int main(void) {
         TF_TEST(peer_copy_overlap_is_checked_within_a_device),
         TF_TEST(peer_access_is_set_up_again_for_a_new_destination_context),
         TF_TEST(threads_use_both_devices),
+        TF_TEST(each_device_has_its_own_pool),
+        TF_TEST(host_block_of_one_device_serves_the_other),
+        TF_TEST(scalar_reads_on_both_devices_from_threads),
     };
     child_dispatch(scenarios);
     return cmocka_run_group_tests(tests, NULL, NULL);
