@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tensor4all/tenferro-gpu/bindings/go/internal/testsupport"
 	"github.com/tensor4all/tenferro-gpu/bindings/go/tenferro"
@@ -71,6 +74,7 @@ func requireDouble(t *testing.T) *testsupport.Double {
 		t.Skip("needs the CUDA driver double")
 	}
 	double.Reset()
+	checkReleasedAtEnd(t)
 	return double
 }
 
@@ -82,7 +86,61 @@ func requireDevice(t *testing.T) {
 	}
 	if double != nil {
 		double.Reset()
+		checkReleasedAtEnd(t)
 	}
+}
+
+// released records the tests that check, at their end, that they left
+// the primary context released.
+var released struct {
+	sync.Mutex
+	checked map[*testing.T]bool
+}
+
+// checkReleasedAtEnd fails t when the primary context is still retained
+// after the cleanups t registers from its first requireDevice or
+// requireDouble on.  Whatever a test leaves open (an Event it never closed
+// on a failing path, say) would otherwise be released by a finalizer some
+// time later and fail, depending on timing, the next test that counts
+// references.  The check then collects garbage so that such a leak ends
+// with the test that made it.  A process of inOwnProcess exists for a
+// deliberate leak and is not checked.
+func checkReleasedAtEnd(t *testing.T) {
+	t.Helper()
+	if os.Getenv(ownProcessEnv) != "" {
+		return
+	}
+	released.Lock()
+	defer released.Unlock()
+	if released.checked[t] {
+		return
+	}
+	if released.checked == nil {
+		released.checked = map[*testing.T]bool{}
+	}
+	released.checked[t] = true
+	t.Cleanup(func() {
+		released.Lock()
+		delete(released.checked, t)
+		released.Unlock()
+		if n := double.PrimaryRefcount(0); n != 0 {
+			t.Errorf("the primary context is retained %d times after the test's cleanups: %s",
+				n, collectLeaked())
+		}
+	})
+}
+
+// collectLeaked runs the finalizers of what a test dropped and says
+// whether that released the primary context.
+func collectLeaked() string {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		runtime.GC()
+		if double.PrimaryRefcount(0) == 0 {
+			return "an object was dropped without Close (a finalizer released it)"
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "a reference is still open"
 }
 
 func newRuntime(t *testing.T, slots int) *tenferro.Runtime {
