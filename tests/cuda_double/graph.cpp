@@ -83,6 +83,13 @@ GraphNode event_node(NodeKind kind, uint64_t event, uint64_t ctx, const char *wh
     return n;
 }
 
+GraphNode memory_node(NodeKind kind, uint64_t dptr, uint64_t ctx, const char *what)
+{
+    GraphNode n = event_node(kind, 0, ctx, what);
+    n.dptr = dptr;
+    return n;
+}
+
 Op wait_for(uint64_t key, uint64_t seq, const char *what)
 {
     Op w;
@@ -239,12 +246,7 @@ CUresult capture_mem_alloc(uint64_t key, int device, uint64_t bytes, CUdeviceptr
     if (rc != CUDA_SUCCESS)
         return rc;
     state().device_allocs[p].graph_holders = 1;
-    GraphNode n;
-    n.kind = NodeKind::mem_alloc;
-    n.dptr = p;
-    n.op.what = "cuMemAllocFromPoolAsync";
-    n.op.ctx = c->ctx;
-    c->nodes.push_back(std::move(n));
+    c->nodes.push_back(memory_node(NodeKind::mem_alloc, p, c->ctx, "cuMemAllocFromPoolAsync"));
     *dptr = p;
     return CUDA_SUCCESS;
 }
@@ -257,12 +259,7 @@ CUresult capture_mem_free(uint64_t key, CUdeviceptr dptr)
     std::vector<uint64_t> live = unfreed_allocations(c->nodes);
     if (std::find(live.begin(), live.end(), dptr) == live.end())
         return CUDA_ERROR_INVALID_VALUE;
-    GraphNode n;
-    n.kind = NodeKind::mem_free;
-    n.dptr = dptr;
-    n.op.what = "cuMemFreeAsync";
-    n.op.ctx = c->ctx;
-    c->nodes.push_back(std::move(n));
+    c->nodes.push_back(memory_node(NodeKind::mem_free, dptr, c->ctx, "cuMemFreeAsync"));
     return CUDA_SUCCESS;
 }
 
