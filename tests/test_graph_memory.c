@@ -29,11 +29,11 @@
     } while (0)
 #define BYTES (N * sizeof(float))
 /* A raw driver entry point into the function pointer `var`. */
-#define LOAD_ENTRY(var, name, version)                  \
-    do {                                                \
+#define LOAD_ENTRY(var, name, version)                   \
+    do {                                                 \
         void *fn_ = raw_driver_entry((name), (version)); \
-        assert_non_null(fn_);                           \
-        memcpy(&(var), &fn_, sizeof fn_);               \
+        assert_non_null(fn_);                            \
+        memcpy(&(var), &fn_, sizeof fn_);                \
     } while (0)
 
 struct body {
@@ -127,8 +127,8 @@ static void temporary_replays_byte_exact(void **state) {
                    "is memory of a graph", "no work outside that graph can use it");
     assert_failure(tf_memory_record_use(rt, tmp + 8), TF_ERROR_INVALID_ARGUMENT,
                    "tf_memory_record_use", "is memory of a graph");
-    assert_failure(tf_free(rt, tmp), TF_ERROR_INVALID_ARGUMENT, "tf_free",
-                   "is memory of a graph", "tf_free outside its capture does not");
+    assert_failure(tf_free(rt, tmp), TF_ERROR_INVALID_ARGUMENT, "tf_free", "is memory of a graph",
+                   "tf_free outside its capture does not");
     assert_ok(tf_graph_release(g));
     lib_free(rt, direct_tmp);
     dev_free(rt, direct);
@@ -390,8 +390,9 @@ static void driver_refuses_a_launch_over_live_graph_memory(void **state) {
     assert_int_equal(free_async(p, (CUstream)stream), CUDA_SUCCESS);
     assert_int_equal(sync((CUstream)stream), CUDA_SUCCESS);
     assert_int_equal(exec_destroy(once), CUDA_SUCCESS);
-    assert_int_equal(instantiate(&auto_free, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
-                     CUDA_SUCCESS);
+    assert_int_equal(
+        instantiate(&auto_free, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+        CUDA_SUCCESS);
     assert_int_equal(launch(auto_free, (CUstream)stream), CUDA_SUCCESS);
     assert_int_equal(launch(auto_free, (CUstream)stream), CUDA_SUCCESS);
     assert_int_equal(free_async(p, (CUstream)stream), CUDA_SUCCESS);

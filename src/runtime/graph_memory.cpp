@@ -151,8 +151,7 @@ tf_status capture_free(CallFrame &frame, uint64_t ptr) {
     std::lock_guard<std::mutex> hold(c.mutex);
     CapturedAllocation *a = captured(c.contents.memory, ptr);
     if (a && a->freed)
-        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
-                       "ptr 0x%llx was already freed in this capture",
+        return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "ptr 0x%llx was already freed in this capture",
                        static_cast<unsigned long long>(ptr));
     if (!a) {
         GraphAddress other;

@@ -475,7 +475,8 @@ static CUresult graph_launch(CUgraphExec exec, CUstream stream)
     if (capture_of(key) != nullptr)
         return refuse_in_capture(key);  // a graph launched into a capture: not modelled
     for (const GraphNode &n : x.nodes)
-        if ((n.kind == NodeKind::record || n.kind == NodeKind::wait) && s.events.count(n.event) == 0)
+        if ((n.kind == NodeKind::record || n.kind == NodeKind::wait) &&
+            s.events.count(n.event) == 0)
             return CUDA_ERROR_INVALID_HANDLE;  // an event of the graph was destroyed
     // An allocation an earlier launch left allocated is not allocated again.
     std::vector<uint64_t> unfreed = unfreed_allocations(x.nodes);

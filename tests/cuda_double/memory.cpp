@@ -145,8 +145,7 @@ static CUresult mem_free(CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS || dptr == 0)
         return rc;
     auto it = freeable(dptr);
-    if (it == state().device_allocs.end() || it->second.pool != 0 ||
-        it->second.graph_holders != 0)
+    if (it == state().device_allocs.end() || it->second.pool != 0 || it->second.graph_holders != 0)
         return CUDA_ERROR_INVALID_VALUE;  // pool memory goes with cuMemFreeAsync, a graph's
                                           // allocation with its graph (graph.h)
     drain_device(it->second.device);
