@@ -1557,17 +1557,26 @@ TF_API tf_status tf_program_release_checked(tf_program *program);
  * on return).  When the pool cannot grow (device memory exhausted, or
  * memory_reserved_limit reached), it gives its cached memory back and the
  * allocation is tried once more.  Aligned as cuMemAlloc, not zeroed.
+ * While the slot captures a graph (1.2) the allocation is captured: an
+ * allocation node of the graph (cuMemAllocFromPoolAsync on the capturing
+ * stream), whose address stays the same at every launch and is usable only
+ * by work captured between it and its tf_free(), which must be captured
+ * too (else the end refuses the capture); such memory is the graph's, not
+ * the pool's, and tf_memory_stats() does not count it (docs/graphs.md).
  * @param[in] rt       the runtime.
  * @param[in] bytes    size; 0 gives 0 without a driver call.
  * @param[out] out_ptr the address: tf_free() it.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_OUT_OF_MEMORY (device memory: the message states the
  *         request, the pool's reserved and in-use bytes, its limit, the
- *         device's free and total memory); TF_ERROR_RUNTIME_STATE (also: the
- *         slot captures a graph: not yet captured); the device statuses.
+ *         device's free and total memory); TF_ERROR_NOT_SUPPORTED (inside a
+ *         capture, on a device or driver without memory pools);
+ *         TF_ERROR_RUNTIME_STATE; the device statuses.
  * @threadsafety Any thread; only a first use blocks, and a retry, which
- *         waits for the work queued on every slot of the device's runtimes.
- * @failure Nothing was allocated.
+ *         waits for the work queued on every slot of the device's runtimes
+ *         (none inside a capture).
+ * @failure Nothing was allocated (inside a capture: nothing was added to
+ *         it, and it goes on).
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr);
@@ -1578,12 +1587,18 @@ TF_NODISCARD TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *o
  * it; work on other slots must be finished, unless they recorded their use
  * (tf_memory_record_use()): the free then waits for it on the device.  The
  * pool may hand the memory out again to work ordered after the free.  A
- * double free is reported only if the driver notices.
+ * double free is reported only if the driver notices.  While the slot
+ * captures a graph (1.2) only an allocation made in the same capture is
+ * freed, as the graph's free node; memory allocated outside the capture is
+ * refused (a free node would free it again at every launch), and an
+ * address of a graph is refused outside the capture that made it.
  * @param[in] rt  the runtime.
  * @param[in] ptr an address tf_alloc() returned; 0 is a no-op.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (not the start of an allocation of
- *         the device); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (also:
- *         the slot captures a graph: not yet captured); the device statuses.
+ *         the device; memory of a graph, outside its capture; freed already
+ *         in this capture); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE
+ *         (the slot captures a graph and @p ptr was not allocated in that
+ *         capture); the device statuses.
  * @threadsafety Any thread; without a memory pool it blocks until the device
  *         is done with the memory.
  * @failure When tf_last_error_call() is "cuMemFree" or "cuMemFreeAsync" with
@@ -1954,12 +1969,14 @@ TF_NODISCARD TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, u
  * captured, not run: tf_cublas_enqueue(), tf_stream_enqueue(),
  * tf_kernel_launch(), tf_copy(), tf_peer_copy(), tf_download_async(),
  * tf_upload_async(), tf_event_record(), tf_event_wait(), tf_slot_wait(),
- * tf_with_context() (whatever its callback queues there).  The calls that
+ * tf_with_context() (whatever its callback queues there), tf_alloc() and
+ * tf_free() of a temporary (the graph's allocation and free nodes: every
+ * allocation of a capture is freed in it).  The calls that
  * would wait for the device or promise what a launch cannot repeat return
  * TF_ERROR_RUNTIME_STATE, naming the capture, and leave it intact:
  * tf_runtime_sync(), tf_download_scalar(), tf_download(), tf_upload(),
- * tf_workspace_retire(), tf_workspace_poll(), tf_alloc() and tf_free() (not
- * yet captured), tf_graph_launch(); tf_event_synchronize() and
+ * tf_workspace_retire(), tf_workspace_poll(), tf_free() of memory allocated
+ * before the capture, tf_graph_launch(); tf_event_synchronize() and
  * tf_event_query() of an event recorded into the open capture.  The capture
  * belongs to the slot: calls of every thread on it are captured, calls on
  * other slots are unaffected (relaxed capture mode).  A capture begun outside
@@ -1998,7 +2015,10 @@ TF_NODISCARD TF_API tf_status tf_graph_capture_begin(tf_runtime *rt);
  * @param[out] out the graph, with one reference: tf_graph_release().
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_RUNTIME_STATE (also: the slot is not capturing; inside an
- *         enqueue callback on this slot); the device statuses (TF_ERROR_CUDA
+ *         enqueue callback on this slot; a tf_alloc() of the capture was not
+ *         freed in it: the message names how many, their sizes and
+ *         addresses, and the capture is over, nothing kept); the device
+ *         statuses (TF_ERROR_CUDA
  *         with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: a call the library did
  *         not make broke the capture on the slot's stream).
  * @threadsafety Slot-exclusive.
@@ -2013,8 +2033,9 @@ TF_NODISCARD TF_API tf_status tf_graph_capture_end(tf_runtime *rt, tf_graph **ou
  * new capture instead of its earlier one: updated in place
  * (cuGraphExecUpdate) when the new work has the same shape, the same calls
  * in the same order with other addresses or values, far cheaper than an
- * instantiation; instantiated anew otherwise.  Launches already queued run
- * the earlier work.
+ * instantiation; instantiated anew otherwise, and always when the new or
+ * the earlier capture allocated memory (memory nodes cannot be updated).
+ * Launches already queued run the earlier work.
  * @param[in] rt    the runtime, as for tf_graph_capture_end().
  * @param[in] graph a graph of this runtime (checked before the capture ends).
  * @param[out] out_updated_in_place 1 when updated in place, 0 when
@@ -2123,7 +2144,9 @@ TF_API tf_status tf_graph_release(tf_graph *graph);
  * Counters of a device's memory pool, shared by its runtimes.  Every
  * snapshot satisfies in_use_bytes <= reserved_bytes <= reserved_peak,
  * in_use_bytes <= in_use_peak, and allocations - frees == the number of
- * live tf_alloc() allocations, whose sizes add up to in_use_bytes.
+ * live tf_alloc() allocations, whose sizes add up to in_use_bytes.  Memory
+ * allocated inside a graph capture is the graph's: none of the counters
+ * includes it (cuDeviceGetGraphMemAttribute reports it).
  */
 typedef struct tf_memory_pool_stats {
     uint32_t struct_size;       /**< in: set by tf_memory_pool_stats_init */
@@ -2211,7 +2234,8 @@ TF_NODISCARD TF_API tf_status tf_memory_trim(tf_runtime *rt, uint64_t keep_bytes
  * @param[in] ptr an address inside a live tf_alloc() allocation of the
  *                runtime's device.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (NULL, not inside a live tf_alloc()
- *         allocation of the device); TF_ERROR_INVALID_HANDLE;
+ *         allocation of the device; memory of a graph, which only the graph's
+ *         own work uses); TF_ERROR_INVALID_HANDLE;
  *         TF_ERROR_OUT_OF_MEMORY; the device statuses.
  * @threadsafety Any thread, also inside enqueue callbacks; only a first use
  *         blocks.

@@ -9,14 +9,11 @@
 #include "runtime/call_frame.h"
 #include "runtime/device_pool.h"
 #include "runtime/graph_capture.h"
+#include "runtime/graph_memory.h"
 #include "transfer/device_range.h"
 #include "util/struct_io.h"
 
 namespace {
-
-constexpr char kNotCaptured[] =
-    "device memory is not yet allocated or freed inside a capture: allocate before "
-    "tf_graph_capture_begin and free after tf_graph_capture_end";
 
 constexpr size_t kStatsMinSize = offsetof(tf_memory_pool_stats, in_use_bytes) + sizeof(uint64_t);
 
@@ -25,6 +22,11 @@ constexpr size_t kStatsMinSize = offsetof(tf_memory_pool_stats, in_use_bytes) + 
 // it may be freed.
 tf_status free_unknown(const tf::CallFrame &frame, uint64_t ptr) {
     tf::RuntimeState &state = frame.state();
+    tf::GraphAddress graph;
+    if (state.device_pool().graph_addresses().find(ptr, &graph))
+        return tf::fail_graph_address("ptr", ptr,
+                                      "the graph frees it at each launch; tf_free outside "
+                                      "its capture does not");
     tf_status st = tf::check_device_range(state, "ptr", ptr, 0);
     bool cached = false;
     if (st == TF_OK) st = tf::memory_pools_supported(state, &cached);
@@ -51,8 +53,8 @@ TF_API tf_status tf_alloc(tf_runtime *rt, size_t bytes, uint64_t *out_ptr) {
         }
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
-        if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
         if (st != TF_OK) return st;
+        if (state.gate(frame.slot()).capturing()) return tf::capture_alloc(frame, bytes, out_ptr);
         return state.device_pool().allocate(state.api(), frame.stream(), bytes, out_ptr);
     });
 }
@@ -63,8 +65,8 @@ TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr) {
         if (ptr == 0) return TF_OK;
         tf::CallFrame frame(rt);
         tf_status st = frame.enter();
-        if (st == TF_OK) st = tf::refuse_own_capture(state, frame.slot(), kNotCaptured);
         if (st != TF_OK) return st;
+        if (state.gate(frame.slot()).capturing()) return tf::capture_free(frame, ptr);
         bool handled = false;
         st = state.device_pool().free(state.api(), state, frame.slot(), frame.stream(), ptr,
                                       &handled);

@@ -285,12 +285,29 @@ tf_status DevicePool::free(const DriverApi &api, const RuntimeState &caller, int
     return driver_free(api, stream, cached_.load(std::memory_order_relaxed) == 1, ptr, bytes);
 }
 
+tf_status DevicePool::graph_pool(const DriverApi &api, CUmemoryPool *out) {
+    bool cached = false;
+    tf_status st = this->cached(api, &cached);
+    if (st != TF_OK) return st;
+    if (!cached)
+        return TF_FAIL(TF_ERROR_NOT_SUPPORTED,
+                       "device %d allocates without a memory pool (no memory pools, or the "
+                       "driver lacks an entry point they need): tf_alloc inside a capture needs "
+                       "one; allocate before tf_graph_capture_begin",
+                       ordinal_);
+    return pool_handle(api, out);
+}
+
 tf_status DevicePool::record_use(const RuntimeState &caller, int slot, uint64_t ptr) {
     KnownAllocation known;
-    if (!allocations_.find(ptr, &known))
+    if (!allocations_.find(ptr, &known)) {
+        GraphAddress graph;
+        if (graph_addresses_.find(ptr, &graph))
+            return fail_graph_address("ptr", ptr, "no other slot's work can use it");
         return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
                        "ptr 0x%llx is not inside a live tf_alloc() allocation of device %d",
                        static_cast<unsigned long long>(ptr), ordinal_);
+    }
     // Uncached, cuMemFree waits for the device: no order to keep.
     if (cached_.load(std::memory_order_relaxed) != 1) return TF_OK;
     uses_.add(known.base, &caller, slot);

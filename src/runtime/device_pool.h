@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "driver/driver_api.h"
+#include "runtime/graph_memory.h"
 #include "runtime/recorded_uses.h"
 #include "tenferro_gpu.h"
 #include "transfer/allocation_registry.h"
@@ -46,6 +47,8 @@ public:
     // Identity of the runtime whose options the pool has.
     uint64_t creator() const { return creator_; }
     AllocationRegistry &allocations() { return allocations_; }
+    // The addresses of the device's graph allocations (runtime/graph_memory.h).
+    GraphAddresses &graph_addresses() { return graph_addresses_; }
 
     // *out: whether allocations come from the library's pool (the device
     // has memory pools and the driver every entry point they need).  Asked
@@ -61,6 +64,9 @@ public:
                    uint64_t ptr, bool *handled);
     tf_status record_use(const RuntimeState &caller, int slot, uint64_t ptr);
     tf_status trim(const DriverApi &api, uint64_t keep_bytes);
+    // The pool a capture's allocation nodes take their parameters from (made
+    // if need be); TF_ERROR_NOT_SUPPORTED where allocations are uncached.
+    tf_status graph_pool(const DriverApi &api, CUmemoryPool *out);
     tf_status stats(const DriverApi &api, tf_memory_pool_stats *out);
     tf_status reset_peak(const DriverApi &api);
 
@@ -112,6 +118,7 @@ private:
     std::atomic<uint64_t> uncached_reserved_{0};
 
     AllocationRegistry allocations_;
+    GraphAddresses graph_addresses_;
     RecordedUses uses_;
 
     std::mutex runtimes_mutex_;

@@ -72,8 +72,12 @@ tf_status instantiate_graph(const DriverApi &api, EndedCapture &&ended, tf_graph
 tf_status update_graph(const DriverApi &api, EndedCapture &&ended, tf_graph *g, int32_t *in_place) {
     std::lock_guard<std::mutex> hold(g->mutex);
     CUgraphExecUpdateResultInfo info{};
-    CUresult r = api.cuGraphExecUpdate ? api.cuGraphExecUpdate(g->exec, ended.graph, &info)
-                                       : CUDA_ERROR_NOT_FOUND;
+    // Memory nodes cannot change in an update, and a new capture's
+    // allocations have new addresses: such graphs are instantiated anew.
+    const bool memory = !ended.contents.memory.empty() || !g->contents.memory.empty();
+    CUresult r = memory                  ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+                 : api.cuGraphExecUpdate ? api.cuGraphExecUpdate(g->exec, ended.graph, &info)
+                                         : CUDA_ERROR_NOT_FOUND;
     CUgraphExec fresh = nullptr;
     // Another topology (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, the exec
     // untouched) or an update that failed otherwise: a new instantiation.

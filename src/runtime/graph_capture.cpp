@@ -94,6 +94,7 @@ CaptureContents close_capture(SlotCapture &c) {
         id = c.id.exchange(0, std::memory_order_acq_rel);
         taken.swap(c.contents);
     }
+    taken.memory.close();
     for (tf_event *e : taken.events) {
         uint64_t expected = id;
         e->capture_id.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
@@ -180,6 +181,11 @@ tf_status end_capture(CallFrame &frame, EndedCapture *out) {
     if (!s.closed) return fail_stop(api, s.result, false);
     CaptureContents contents = close_capture(state.slot(slot).capture);
     if (s.result != CUDA_SUCCESS) return fail_stop(api, s.result, true);
+    uint64_t unfreed_bytes = 0;
+    if (contents.memory.unfreed(&unfreed_bytes) != 0) {
+        destroy_captured_graph(api, s.graph);  // never instantiated: nothing was allocated
+        return fail_unfreed(contents.memory);
+    }
     out->graph = s.graph;
     out->contents = std::move(contents);
     return TF_OK;

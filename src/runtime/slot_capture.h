@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/graph_memory.h"
 #include "tenferro_gpu.h"
 #include "transfer/host_pool.h"
 
@@ -19,11 +20,13 @@ namespace tf {
 // What a capture's work needs at each launch of its graph: the page-locked
 // ranges its copies use (each launch records their uses), the events of its
 // record and wait nodes (one reference per node, dropped with the contents),
-// and the slots it waits for (each launch marks their work first).
+// the slots it waits for (each launch marks their work first), and the
+// memory it allocated (its addresses known as the graph's while it lives).
 struct CaptureContents {
     std::vector<HostPool::Held> host;
     std::vector<tf_event *> events;
     std::bitset<TF_MAX_STREAM_SLOTS> waits;
+    GraphMemory memory;  // tf_alloc in the capture: the graph's allocation nodes
 
     CaptureContents() = default;
     CaptureContents(CaptureContents &&other) noexcept { swap(other); }
@@ -37,6 +40,7 @@ struct CaptureContents {
         host.swap(other.host);
         events.swap(other.events);
         std::swap(waits, other.waits);
+        memory.swap(other.memory);
     }
 };
 

@@ -90,6 +90,15 @@ tf_status check_device_range(const RuntimeState &owner, const char *name, uint64
             return fail_past_end(name, ptr, len, DeviceRange{known.base, known.size});
         return TF_OK;
     }
+    GraphAddress graph;
+    if (owner.device_pool().graph_addresses().find(ptr, &graph)) {
+        // Work queued into the capture that allocated it (NOTE [graph memory]).
+        if (!graph.open)
+            return fail_graph_address(name, ptr, "no work outside that graph can use it");
+        if (len > graph.size - (ptr - graph.base))
+            return fail_past_end(name, ptr, len, DeviceRange{graph.base, graph.size});
+        return TF_OK;
+    }
     return check_device_range_with_driver(owner, name, ptr, len);
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Stream capture and graphs: the rules in graph.h, and the entry points
+// Stream capture and graphs: the rules in graph.h (graph memory nodes
+// included), and the entry points
 // cuStreamBeginCapture, cuStreamEndCapture, cuStreamIsCapturing,
 // cuGraphInstantiateWithFlags, cuGraphExecUpdate, cuGraphLaunch,
 // cuGraphExecDestroy and cuGraphDestroy.
+#include <algorithm>
 #include <cstring>
 
 #include "entries.h"
@@ -12,11 +14,55 @@ namespace tfd {
 
 namespace {
 
+// Every allocation node of `nodes` is held once more (delta 1) or once less
+// (-1); a graph allocation nobody holds any more goes.
+void hold_allocations(const std::vector<GraphNode> &nodes, int delta)
+{
+    auto &m = state().device_allocs;
+    for (const GraphNode &n : nodes) {
+        if (n.kind != NodeKind::mem_alloc)
+            continue;
+        auto it = m.find(n.dptr);
+        if (it == m.end())
+            continue;
+        it->second.graph_holders += delta;
+        if (it->second.graph_holders <= 0)
+            release_alloc(it);
+    }
+}
+
+void drop_nodes(std::vector<GraphNode> &nodes)
+{
+    hold_allocations(nodes, -1);
+    nodes.clear();
+}
+
 CUresult invalidate(Capture &c, CUresult code)
 {
     c.invalidated = true;
-    c.nodes.clear();
+    drop_nodes(c.nodes);
     return code;
+}
+
+bool has_memory_nodes(const std::vector<GraphNode> &nodes)
+{
+    for (const GraphNode &n : nodes)
+        if (n.kind == NodeKind::mem_alloc || n.kind == NodeKind::mem_free)
+            return true;
+    return false;
+}
+
+// The allocation nodes of `nodes` that no free node of `nodes` frees.
+std::vector<uint64_t> unfreed_allocations(const std::vector<GraphNode> &nodes)
+{
+    std::vector<uint64_t> live;
+    for (const GraphNode &n : nodes) {
+        if (n.kind == NodeKind::mem_alloc)
+            live.push_back(n.dptr);
+        else if (n.kind == NodeKind::mem_free)
+            live.erase(std::remove(live.begin(), live.end(), n.dptr), live.end());
+    }
+    return live;
 }
 
 Capture *capture_by_id(uint64_t id)
@@ -34,6 +80,13 @@ GraphNode event_node(NodeKind kind, uint64_t event, uint64_t ctx, const char *wh
     n.event = event;
     n.op.what = what;
     n.op.ctx = ctx;
+    return n;
+}
+
+GraphNode memory_node(NodeKind kind, uint64_t dptr, uint64_t ctx, const char *what)
+{
+    GraphNode n = event_node(kind, 0, ctx, what);
+    n.dptr = dptr;
     return n;
 }
 
@@ -60,6 +113,7 @@ void reclaim_where(Map &m, uint64_t ctx, int kind)
             ++it;
             continue;
         }
+        hold_allocations(it->second.nodes, -1);
         it = m.erase(it);
         --s.live[kind];
         ++s.reclaimed[kind];
@@ -182,16 +236,60 @@ CUresult capture_stream_wait(uint64_t key, uint64_t event, const Event &e, unsig
     return invalidate(*c, CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
 }
 
+CUresult capture_mem_alloc(uint64_t key, int device, uint64_t bytes, CUdeviceptr *dptr)
+{
+    Capture *c = capture_of(key);
+    if (c->invalidated)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    CUdeviceptr p = 0;
+    CUresult rc = create_alloc(device, c->ctx, bytes, &p);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    state().device_allocs[p].graph_holders = 1;
+    c->nodes.push_back(memory_node(NodeKind::mem_alloc, p, c->ctx, "cuMemAllocFromPoolAsync"));
+    *dptr = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult capture_mem_free(uint64_t key, CUdeviceptr dptr)
+{
+    Capture *c = capture_of(key);
+    if (c->invalidated)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    std::vector<uint64_t> live = unfreed_allocations(c->nodes);
+    if (std::find(live.begin(), live.end(), dptr) == live.end())
+        return CUDA_ERROR_INVALID_VALUE;
+    c->nodes.push_back(memory_node(NodeKind::mem_free, dptr, c->ctx, "cuMemFreeAsync"));
+    return CUDA_SUCCESS;
+}
+
+CUresult free_graph_alloc(DeviceAlloc &a)
+{
+    if (!a.graph_outstanding)
+        return CUDA_ERROR_INVALID_VALUE;
+    a.graph_outstanding = false;  // its next launch may allocate it again
+    return CUDA_SUCCESS;
+}
+
 void drop_capture(uint64_t key)
 {
+    Capture *c = capture_of(key);
+    if (c != nullptr)
+        drop_nodes(c->nodes);
     state().captures.erase(key);
 }
 
 void reclaim_graphs(uint64_t ctx)
 {
     State &s = state();
-    for (auto it = s.captures.begin(); it != s.captures.end();)
-        it = it->second.ctx == ctx ? s.captures.erase(it) : std::next(it);
+    for (auto it = s.captures.begin(); it != s.captures.end();) {
+        if (it->second.ctx != ctx) {
+            ++it;
+            continue;
+        }
+        drop_nodes(it->second.nodes);
+        it = s.captures.erase(it);
+    }
     reclaim_where(s.graphs, ctx, TFD_GRAPHS);
     reclaim_where(s.graph_execs, ctx, TFD_GRAPH_EXECS);
 }
@@ -247,6 +345,7 @@ static CUresult end_capture(CUstream stream, CUgraph *out)
         return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     State &s = state();
     if (c->invalidated) {
+        drop_nodes(c->nodes);
         s.captures.erase(key);
         *out = nullptr;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -292,6 +391,8 @@ static CUresult instantiate(CUgraphExec *out, CUgraph graph, unsigned long long 
     GraphExec x;
     x.ctx = g->second.ctx;
     x.nodes = g->second.nodes;
+    x.auto_free = (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
+    hold_allocations(x.nodes, 1);
     uint64_t h = make_handle(Tag::graph_exec);
     s.graph_execs[h] = std::move(x);
     ++s.live[TFD_GRAPH_EXECS];
@@ -314,6 +415,10 @@ static CUresult exec_update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateRe
     std::memset(info, 0, sizeof *info);
     const std::vector<GraphNode> &from = g->second.nodes;
     std::vector<GraphNode> &to = x->second.nodes;
+    if (has_memory_nodes(from) || has_memory_nodes(to)) {
+        info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
     if (from.size() != to.size() || g->second.ctx != x->second.ctx) {
         info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
@@ -333,6 +438,8 @@ static CUresult exec_update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateRe
 static void launch_node(uint64_t key, uint64_t ctx, const GraphNode &n)
 {
     State &s = state();
+    if (n.kind == NodeKind::mem_alloc || n.kind == NodeKind::mem_free)
+        return;  // the memory is mapped for as long as the graph exists
     if (n.kind == NodeKind::op) {
         Op copy = n.op;
         enqueue(key, ctx, std::move(copy));
@@ -368,8 +475,21 @@ static CUresult graph_launch(CUgraphExec exec, CUstream stream)
     if (capture_of(key) != nullptr)
         return refuse_in_capture(key);  // a graph launched into a capture: not modelled
     for (const GraphNode &n : x.nodes)
-        if (n.kind != NodeKind::op && s.events.count(n.event) == 0)
+        if ((n.kind == NodeKind::record || n.kind == NodeKind::wait) &&
+            s.events.count(n.event) == 0)
             return CUDA_ERROR_INVALID_HANDLE;  // an event of the graph was destroyed
+    // An allocation an earlier launch left allocated is not allocated again.
+    std::vector<uint64_t> unfreed = unfreed_allocations(x.nodes);
+    for (uint64_t p : unfreed) {
+        auto a = s.device_allocs.find(p);
+        if (a != s.device_allocs.end() && a->second.graph_outstanding && !x.auto_free)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (uint64_t p : unfreed) {
+        auto a = s.device_allocs.find(p);
+        if (a != s.device_allocs.end())
+            a->second.graph_outstanding = true;
+    }
     // Each launch runs after the exec's previous launch, on whatever stream.
     if (x.last_key != 0 && x.last_key != key && !reached(x.last_key, x.last_seq))
         enqueue(key, cur->handle, wait_for(x.last_key, x.last_seq, "cuGraphLaunch"));
@@ -386,8 +506,11 @@ static CUresult destroy(Map &m, uint64_t h, int kind)
     CUresult rc = need_init();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (m.erase(h) == 0)
+    auto it = m.find(h);
+    if (it == m.end())
         return CUDA_ERROR_INVALID_VALUE;
+    hold_allocations(it->second.nodes, -1);
+    m.erase(it);
     --state().live[kind];
     return CUDA_SUCCESS;
 }

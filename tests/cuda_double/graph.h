@@ -44,11 +44,35 @@
 //  * once invalidated, every stream-ordered call on the stream fails with
 //    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED until cuStreamEndCapture, which
 //    ends the capture and returns the same code with a NULL graph.
-// Not modelled, refused with a code instead: graph memory nodes
-// (cuMemAllocAsync and cuMemFreeAsync on a capturing stream:
-// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidated), a graph launched into
-// a capture (likewise), and a stream that joins a capture by waiting for one
-// of its events (CUDA_ERROR_NOT_SUPPORTED, the capture untouched).
+// Graph memory nodes:
+//  * cuMemAllocFromPoolAsync on a capturing stream adds an allocation node:
+//    the address is reserved at the call (the pool's device; the pool itself
+//    neither holds nor counts it) and stays the same across instantiations
+//    and launches; the memory is the graph's, mapped from the capture on
+//    until the last capture, graph or executable graph holding the node
+//    goes (its contents then persist from launch to launch);
+//  * cuMemFreeAsync on a capturing stream of an allocation made earlier in
+//    the same capture adds a free node; of any other address it is
+//    CUDA_ERROR_INVALID_VALUE, the capture untouched (a free node frees a
+//    graph allocation only; the free of another graph's allocation from a
+//    capture is not modelled and refused the same way);
+//  * a launch of an exec with an allocation node but no free node for it
+//    leaves the allocation allocated: a later launch while it still is
+//    (no cuMemFreeAsync of it queued since) fails with
+//    CUDA_ERROR_INVALID_VALUE, nothing queued, unless the exec was
+//    instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+//    cuMemFreeAsync outside a capture frees only such an allocation, any
+//    other graph allocation is CUDA_ERROR_INVALID_VALUE, and cuMemFree of
+//    one is always refused;
+//  * cuGraphExecUpdate refuses (CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
+//    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) when the exec or the graph has
+//    memory nodes: the strictest reading of CUDA's rule that memory nodes
+//    cannot change.
+// Not modelled, refused with a code instead: cuMemAllocAsync on a capturing
+// stream (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidated), a graph
+// launched into a capture (likewise), and a stream that joins a capture by
+// waiting for one of its events (CUDA_ERROR_NOT_SUPPORTED, the capture
+// untouched).
 //
 // All of the functions below expect the double's mutex to be held.
 #ifndef TFD_GRAPH_H
@@ -63,13 +87,15 @@
 namespace tfd {
 
 struct Event;
+struct DeviceAlloc;
 
-enum class NodeKind { op, record, wait };
+enum class NodeKind { op, record, wait, mem_alloc, mem_free };
 
 struct GraphNode {
     NodeKind kind = NodeKind::op;
     Op op;               // kind op: what runs (op.what names the node's kind)
     uint64_t event = 0;  // record and wait nodes: the event's handle
+    uint64_t dptr = 0;   // memory nodes: the graph allocation's address
 };
 
 struct Capture {
@@ -88,6 +114,7 @@ struct Graph {
 
 struct GraphExec {
     uint64_t ctx = 0;
+    bool auto_free = false;  // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
     std::vector<GraphNode> nodes;
     uint64_t last_key = 0;  // where the latest launch's last op sits
     uint64_t last_seq = 0;
@@ -121,6 +148,13 @@ CUresult capture_event_record(uint64_t key, uint64_t event, Event &e, unsigned f
 // cuStreamWaitEvent on stream `key`, as above.
 CUresult capture_stream_wait(uint64_t key, uint64_t event, const Event &e, unsigned flags,
                              bool *handled);
+// cuMemAllocFromPoolAsync on the capturing stream `key`: an allocation node
+// of `bytes` on `device`, its address in *dptr.
+CUresult capture_mem_alloc(uint64_t key, int device, uint64_t bytes, CUdeviceptr *dptr);
+// cuMemFreeAsync on the capturing stream `key`: a free node.
+CUresult capture_mem_free(uint64_t key, CUdeviceptr dptr);
+// cuMemFreeAsync outside a capture of the graph allocation `a`.
+CUresult free_graph_alloc(DeviceAlloc &a);
 // A destroyed stream's capture goes with it.
 void drop_capture(uint64_t key);
 // A destroyed context's captures, graphs and executable graphs.

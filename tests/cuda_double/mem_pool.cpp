@@ -25,7 +25,9 @@
 //    pool's reservations and every cuMemAlloc;
 //  * cuMemPoolDestroy returns at once; a pool with allocations outstanding
 //    goes when the last of them is freed (or its context is destroyed);
-//  * the default pool cannot be destroyed.
+//  * the default pool cannot be destroyed;
+//  * on a capturing stream cuMemAllocFromPoolAsync makes an allocation node
+//    instead (graph.h): the memory is the graph's, not the pool's.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -353,6 +355,8 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool po
     const MemPool *p = find_pool(handle_of(pool));
     if (dptr == nullptr || bytes == 0 || p == nullptr || p->device != cur->device)
         return CUDA_ERROR_INVALID_VALUE;
+    if (capture_of(key) != nullptr)
+        return capture_mem_alloc(key, p->device, bytes, dptr);  // the graph's (graph.h)
     return pool_alloc(handle_of(pool), cur->handle, key, bytes, dptr);
 }
 

@@ -145,8 +145,9 @@ static CUresult mem_free(CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS || dptr == 0)
         return rc;
     auto it = freeable(dptr);
-    if (it == state().device_allocs.end() || it->second.pool != 0)
-        return CUDA_ERROR_INVALID_VALUE;  // pool memory goes with cuMemFreeAsync
+    if (it == state().device_allocs.end() || it->second.pool != 0 || it->second.graph_holders != 0)
+        return CUDA_ERROR_INVALID_VALUE;  // pool memory goes with cuMemFreeAsync, a graph's
+                                          // allocation with its graph (graph.h)
     drain_device(it->second.device);
     it = freeable(dptr);  // the drain ran queued frees: look again
     if (it != state().device_allocs.end())
@@ -179,19 +180,22 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream
 // handed the block out again meanwhile (to an allocation on the same stream,
 // which the free precedes), when that work finds the new allocation's
 // memory, as on a GPU.  A second free of the same base is
-// CUDA_ERROR_INVALID_VALUE.
+// CUDA_ERROR_INVALID_VALUE.  On a capturing stream, and for a graph's
+// allocation, graph.h says what happens.
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
     Context *cur = nullptr;
     uint64_t key = 0;
     CUresult rc = need_stream(stream, &cur, &key);
-    if (rc == CUDA_SUCCESS)
-        rc = refuse_in_capture(key);  // graph memory nodes are not modelled
     if (rc != CUDA_SUCCESS)
         return rc;
+    if (capture_of(key) != nullptr)
+        return capture_mem_free(key, dptr);
     auto it = freeable(dptr);
     if (it == state().device_allocs.end())
         return CUDA_ERROR_INVALID_VALUE;
+    if (it->second.graph_holders != 0)
+        return free_graph_alloc(it->second);
     it->second.free_queued = true;
     if (it->second.pool != 0)
         pool_free_queued(it->second, dptr, key);

@@ -131,6 +131,11 @@ struct DeviceAlloc {
     uint64_t ctx = 0;     // 0 for tfd_device_alloc memory (never reclaimed)
     uint64_t pool = 0;    // the memory pool it came from (mem_pool.cpp), 0 for cuMemAlloc
     uint64_t serial = 0;  // tells a reused block's allocations apart
+    // A graph allocation (graph.h): the captures, graphs and executable
+    // graphs whose allocation node made it (it goes with the last), and
+    // whether a launch left it allocated (no free node in the graph).
+    int graph_holders = 0;
+    bool graph_outstanding = false;
 };
 
 // A memory pool (mem_pool.cpp): the device's default pool or one made with
