@@ -43,6 +43,7 @@ from .host import Completion, HostBuffer, HostPoolStats, HostRegistration
 from .kernels import CompileTarget, Kernel, Module, Program
 from .log import LogLevel, log_to_logging, set_log_callback
 from .buffer import DeviceBuffer
+from .pool import MemoryStats
 from .runtime import Capability, Runtime
 from .stream import Stream, current_stream
 from .stream_work import (Event, PointerMode, RetirementStats, cublas_function,
@@ -107,7 +108,7 @@ __all__ = [
     "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "HostBuffer",
     "HostPoolStats", "HostRegistration",
     "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel",
-    "LibraryNotFoundError", "LoadError", "LogLevel", "MissingFunctionError",
+    "LibraryNotFoundError", "LoadError", "LogLevel", "MemoryStats", "MissingFunctionError",
     "Module", "NoDeviceError", "NotSupportedError", "OutOfMemoryError",
     "PointerMode", "Program", "ProviderError", "RetirementStats", "Runtime",
     "RuntimeStateError", "SONAME", "Status", "Stream", "TenferroError", "blas",
