@@ -43,6 +43,7 @@ from .host import Completion, HostBuffer, HostPoolStats, HostRegistration
 from .kernels import CompileTarget, Kernel, Module, Program
 from .log import LogLevel, log_to_logging, set_log_callback
 from .buffer import DeviceBuffer
+from .graph import Capture, Graph
 from .pool import MemoryStats
 from .runtime import Capability, Runtime
 from .stream import Stream, current_stream
@@ -102,10 +103,10 @@ def clear_last_error() -> None:
 
 
 __all__ = [
-    "CallbackError", "Capability", "CodeDomain", "CompileError",
+    "CallbackError", "Capability", "Capture", "CodeDomain", "CompileError",
     "CompileTarget", "Completion", "CudaError", "DType", "DeviceBuffer", "DeviceFaultError",
     "DeviceProperties", "DeviceUnavailableError", "DriverNotFoundError",
-    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "HostBuffer",
+    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "Graph", "HostBuffer",
     "HostPoolStats", "HostRegistration",
     "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel",
     "LibraryNotFoundError", "LoadError", "LogLevel", "MemoryStats", "MissingFunctionError",

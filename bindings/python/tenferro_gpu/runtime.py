@@ -15,6 +15,7 @@ from .devices import DeviceProperties, _query
 from .host import HostMixin
 from .kernels import KernelsMixin
 from .memory import TransfersMixin
+from .graph import GraphMixin
 from .pool import PoolMixin
 from .stream_work import StreamWorkMixin
 
@@ -55,7 +56,8 @@ def _options(api: Any, given: Dict[str, int]) -> _capi.RuntimeOptionsStruct:
     return opts
 
 
-class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixin):
+class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixin,
+              GraphMixin):
     """A reference to a tenferro-gpu runtime (tf_runtime *).
 
     Runtime(ordinal) creates a runtime on a device; keyword options override
@@ -90,7 +92,7 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
     Its methods, by the header's sections: queries and streams (here);
     cuBLAS, any library's work, events and retirement (stream_work.py);
     device memory and transfers (memory.py); the device's memory pool
-    (pool.py); page-locked host memory and
+    (pool.py); graph capture (graph.py); page-locked host memory and
     asynchronous copies (host.py); NVRTC, modules and launches (kernels.py).
     """
 
