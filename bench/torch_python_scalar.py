@@ -40,11 +40,14 @@ def result(ident, what, lib, base_name, base, unit, goal, limit):
           f"<= {goal}x torch|{'yes' if ratio <= limit else 'NO'}", flush=True)
 
 
-def paired(a, b, iters, reps):
-    """Medians (ns per call) of a and b, in alternating samples."""
+def paired(a, b, iters, reps, between=None):
+    """Medians (ns per call) of a and b, in alternating samples; between()
+    runs before each sample, outside the timed loop."""
     va, vb = [], []
     for _ in range(reps):
         for f, v in ((a, va), (b, vb)):
+            if between is not None:
+                between()
             t0 = time.perf_counter_ns()
             for _ in range(iters):
                 f()

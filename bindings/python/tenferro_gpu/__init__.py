@@ -43,6 +43,8 @@ from .host import Completion, HostBuffer, HostPoolStats, HostRegistration
 from .kernels import CompileTarget, Kernel, Module, Program
 from .log import LogLevel, log_to_logging, set_log_callback
 from .buffer import DeviceBuffer
+from .graph import Capture, Graph
+from .pool import MemoryStats
 from .runtime import Capability, Runtime
 from .stream import Stream, current_stream
 from .stream_work import (Event, PointerMode, RetirementStats, cublas_function,
@@ -101,13 +103,13 @@ def clear_last_error() -> None:
 
 
 __all__ = [
-    "CallbackError", "Capability", "CodeDomain", "CompileError",
+    "CallbackError", "Capability", "Capture", "CodeDomain", "CompileError",
     "CompileTarget", "Completion", "CudaError", "DType", "DeviceBuffer", "DeviceFaultError",
     "DeviceProperties", "DeviceUnavailableError", "DriverNotFoundError",
-    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "HostBuffer",
+    "DriverStubError", "DriverTooOldError", "ENV_LIBRARY", "Event", "Graph", "HostBuffer",
     "HostPoolStats", "HostRegistration",
     "InternalError", "InvalidArgumentError", "InvalidHandleError", "Kernel",
-    "LibraryNotFoundError", "LoadError", "LogLevel", "MissingFunctionError",
+    "LibraryNotFoundError", "LoadError", "LogLevel", "MemoryStats", "MissingFunctionError",
     "Module", "NoDeviceError", "NotSupportedError", "OutOfMemoryError",
     "PointerMode", "Program", "ProviderError", "RetirementStats", "Runtime",
     "RuntimeStateError", "SONAME", "Status", "Stream", "TenferroError", "blas",

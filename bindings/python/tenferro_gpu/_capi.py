@@ -105,7 +105,7 @@ class HostPoolStatsStruct(Structure):
 
 
 class MemoryPoolStatsStruct(Structure):
-    """struct tf_memory_pool_stats (1.2; its calls are bound in a later change)"""
+    """struct tf_memory_pool_stats (1.2)"""
     _fields_ = [
         ("struct_size", c_uint32),
         ("cached", c_uint32),
@@ -276,6 +276,20 @@ PROTOTYPES = (
     ("tf_host_trim", status, (runtime_p,)),
     ("tf_download_async", status, (runtime_p, c_uint64, c_void_p, c_size_t)),
     ("tf_upload_async", status, (runtime_p, c_void_p, c_uint64, c_size_t)),
+    # Graph capture (1.2)
+    ("tf_graph_capture_begin", status, (runtime_p,)),
+    ("tf_graph_capture_end", status, (runtime_p, POINTER(c_void_p))),
+    ("tf_graph_capture_update", status, (runtime_p, c_void_p, POINTER(c_int32))),
+    ("tf_graph_capture_abort", status, (runtime_p,)),
+    ("tf_graph_launch", status, (runtime_p, c_void_p)),
+    ("tf_graph_retain", status, (c_void_p,)),
+    ("tf_graph_release", status, (c_void_p,)),
+    # Device memory pool (1.2)
+    ("tf_memory_pool_stats_init", None, (POINTER(MemoryPoolStatsStruct), c_size_t)),
+    ("tf_memory_stats", status, (runtime_p, POINTER(MemoryPoolStatsStruct))),
+    ("tf_memory_reset_peak", status, (runtime_p,)),
+    ("tf_memory_trim", status, (runtime_p, c_uint64)),
+    ("tf_memory_record_use", status, (runtime_p, c_uint64)),
 )
 
 

@@ -25,6 +25,7 @@ from ctypes import c_int, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import _foreign
+from . import pool as _pool
 from .buffer import DeviceBuffer
 from .stream_work import PointerMode, cublas_function
 
@@ -131,6 +132,7 @@ def gemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int, *,
             return int(fn(handle, ops[0], ops[1], m, n, k, ctypes.byref(al), pa, lda,
                           pb, ldb, ctypes.byref(be), pc, ldc))
         rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
+        _pool.record_uses(rt, a, b, c)
     finally:
         for foreign in borrowed:
             foreign.done(rt, queued=True)

@@ -180,8 +180,10 @@ class DeviceBuffer:
     free() (or leaving a `with` block, or garbage collection of the buffer
     and its views) releases the memory with tf_free, in order on the stream
     slot it was allocated from, so work queued there before still sees it;
-    work on other slots that uses it must be finished first
-    (Runtime.slot_wait, an Event, or Runtime.sync on that slot).  retire()
+    work the binding queued with it on other slots was recorded
+    (pool.py) and the free waits for it; other work on other slots must be
+    recorded (record_use) or finished first (Runtime.slot_wait, an Event,
+    or Runtime.sync on that slot).  retire()
     instead frees it once the device has passed the work queued so far,
     without waiting.  Only the buffer that made the allocation can free or
     retire it; after that it and its views raise ValueError.  A consumer
@@ -323,6 +325,16 @@ class DeviceBuffer:
         self._owner_only("retire")
         self.ptr
         self._alloc.retire()
+
+    def record_use(self, runtime: Optional["Runtime"] = None) -> None:
+        """Note that work you queued yourself on the slot calls on `runtime`
+        (default: the buffer's runtime) use here reads or writes this
+        memory (tf_memory_record_use, as torch's Tensor.record_stream):
+        its free then waits for that work on the device.  Call it after
+        queueing the work.  The binding's own calls record their uses of
+        buffers of other slots (tenferro_gpu/pool.py).  Works on views."""
+        rt = runtime if runtime is not None else self._alloc.owner
+        rt.record_use(self)
 
     def __enter__(self) -> "DeviceBuffer":
         self._owner_only("free")

@@ -26,6 +26,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, Generator, List, NoReturn, Optional, Tuple, Type
 
 from . import _capi, _claims, _handles, _holds, _runtimes, errors
+from . import pool as _pool
 from ._buffers import Export
 from .memory import _address
 from .stream_work import Event
@@ -542,6 +543,7 @@ class HostMixin:
             finally:
                 error = None      # no frame -> exception cycle
         try:
+            _pool.record_uses(rt, device)
             event.record(rt)
         except errors.TenferroError:
             event.close()

@@ -21,6 +21,7 @@ import enum
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from . import _capi, _foreign, errors
+from . import pool as _pool
 from ._owned import Owned
 from .buffer import DeviceBuffer
 
@@ -264,6 +265,7 @@ class KernelsMixin:
             _capi.check(api.tf_kernel_launch(self._active(), kernel._function,
                                              ctypes.byref(config),
                                              pointers if values else None))
+            _pool.record_uses(rt, *args)
         finally:
             del kref
             for foreign in borrowed:

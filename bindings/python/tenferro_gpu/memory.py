@@ -21,6 +21,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import _capi, _dtypes, _foreign, _holds, errors
+from . import pool as _pool
 from ._current import current_streams as _current_streams
 from ._buffers import borrow
 from .buffer import DeviceBuffer
@@ -164,6 +165,7 @@ class TransfersMixin:
             address, foreign = _address(self._self(), dst, offset, n, "dst", True)
             st = _capi.api().tf_upload(self._active(), host, address, n)
             self._after_copy(st, src, host, n, foreign, queued=True)
+            _pool.record_uses(self._self(), dst)
 
     def download(self, src: Any, dst: Any, *, offset: int = 0) -> Any:
         """Fill all of writable host buffer `dst` from device memory `src`
@@ -294,8 +296,12 @@ class TransfersMixin:
         try:
             if peer is None:
                 _capi.check(_capi.api().tf_copy(self._active(), s, d, n))
+                _pool.record_uses(rt, src, dst)
             else:
                 _capi.check(_capi.api().tf_peer_copy(self._active(), s, peer._ref(), d, n))
+                # dst is another device's unless both runtimes share one
+                same_device = peer.ordinal == rt.ordinal
+                _pool.record_uses(rt, src, *((dst,) if same_device else ()))
         finally:
             _finish(rt, True, s_span, d_span)
 

@@ -15,6 +15,8 @@ from .devices import DeviceProperties, _query
 from .host import HostMixin
 from .kernels import KernelsMixin
 from .memory import TransfersMixin
+from .graph import GraphMixin
+from .pool import PoolMixin
 from .stream_work import StreamWorkMixin
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ _OPTION_TYPES = {
     "retirement_capacity": _capi.uint32,
     "download_threads": _capi.uint32,
     "download_chunk_bytes": _capi.uint32,
+    "memory_release_threshold": _capi.uint64,     # 1.2
+    "memory_reserved_limit": _capi.uint64,        # 1.2
 }
 
 
@@ -52,13 +56,16 @@ def _options(api: Any, given: Dict[str, int]) -> _capi.RuntimeOptionsStruct:
     return opts
 
 
-class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
+class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixin,
+              GraphMixin):
     """A reference to a tenferro-gpu runtime (tf_runtime *).
 
     Runtime(ordinal) creates a runtime on a device; keyword options override
     the library's defaults (None keeps the default): stream_slots,
     cublas_workspace_bytes, retirement_capacity, download_threads,
-    download_chunk_bytes (tf_runtime_options documents each):
+    download_chunk_bytes, and the device memory pool's
+    memory_release_threshold and memory_reserved_limit (tf_runtime_options
+    documents each; the pool's options are the device's, docs/memory.md):
 
         with tenferro_gpu.Runtime(0, stream_slots=4) as rt:
             stream = rt.bind_stream()      # one slot, whatever thread calls
@@ -84,7 +91,8 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
 
     Its methods, by the header's sections: queries and streams (here);
     cuBLAS, any library's work, events and retirement (stream_work.py);
-    device memory and transfers (memory.py); page-locked host memory and
+    device memory and transfers (memory.py); the device's memory pool
+    (pool.py); graph capture (graph.py); page-locked host memory and
     asynchronous copies (host.py); NVRTC, modules and launches (kernels.py).
     """
 
@@ -106,7 +114,9 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
                  cublas_workspace_bytes: Optional[int] = None,
                  retirement_capacity: Optional[int] = None,
                  download_threads: Optional[int] = None,
-                 download_chunk_bytes: Optional[int] = None) -> None:
+                 download_chunk_bytes: Optional[int] = None,
+                 memory_release_threshold: Optional[int] = None,
+                 memory_reserved_limit: Optional[int] = None) -> None:
         api = _capi.api()
         ordinal = _capi.int32(ordinal, "ordinal")
         given = {name: value for name, value in (
@@ -114,7 +124,9 @@ class Runtime(StreamWorkMixin, TransfersMixin, HostMixin, KernelsMixin):
             ("cublas_workspace_bytes", cublas_workspace_bytes),
             ("retirement_capacity", retirement_capacity),
             ("download_threads", download_threads),
-            ("download_chunk_bytes", download_chunk_bytes)) if value is not None}
+            ("download_chunk_bytes", download_chunk_bytes),
+            ("memory_release_threshold", memory_release_threshold),
+            ("memory_reserved_limit", memory_reserved_limit)) if value is not None}
         out = ctypes.c_void_p()
         if given:
             opts = _options(api, given)

@@ -32,6 +32,7 @@ TFD_DEVICE_ALLOCS = 2
 TFD_MODULES = 4
 TFD_CUBLAS_HANDLES = 5
 TFD_NVRTC_PROGRAMS = 6
+TFD_GRAPH_EXECS = 9
 
 # A kernel for NVRTC.  On a GPU it runs as written; the driver double knows
 # the name tfd_add_f32 as a built-in that does the same on host memory.
@@ -72,6 +73,7 @@ class Double:
         "tfd_poison_context": (None, (c_void_p, c_int)),
         "tfd_stream_flags": (c_uint, (c_void_p,)),
         "tfd_stream_context": (c_void_p, (c_void_p,)),
+        "tfd_capture_nodes": (c_ulong, (c_void_p,)),
         "tfd_log_clear": (None, ()),
         "tfd_log_format": (c_size_t, (c_char_p, c_size_t, c_size_t)),
         "tfd_set_async_pending": (None, (c_int,)),

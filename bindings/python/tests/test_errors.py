@@ -260,12 +260,14 @@ def test_a_finalizer_that_fails_on_its_own_leaves_the_record_alone(double, rt):
 def test_out_of_memory_is_a_memory_error(double, rt):
     assert issubclass(tg.OutOfMemoryError, MemoryError)
     assert issubclass(tg.OutOfMemoryError, tg.TenferroError)
-    double.inject("cuMemAllocAsync", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
-    double.inject("cuMemAlloc", 1, support.CUDA_ERROR_OUT_OF_MEMORY)
+    # tf_alloc draws from the runtime's pool and retries once after a trim
+    double.inject("cuMemAllocFromPoolAsync", 1, support.CUDA_ERROR_OUT_OF_MEMORY, 2)
     with pytest.raises(MemoryError) as caught:
         rt.alloc(1 << 20)
     assert type(caught.value) is tg.OutOfMemoryError
-    assert caught.value.operation == "tf_alloc"
+    assert (caught.value.operation, caught.value.call) == ("tf_alloc", "cuMemAllocFromPoolAsync")
+    assert caught.value.code == support.CUDA_ERROR_OUT_OF_MEMORY
+    assert "tried once more" in caught.value.message
 
 
 def _every_error_class():

@@ -6,9 +6,13 @@ every C file of the folder that holds SOURCE (its headers are inputs too):
 
     build_speedups.py SOURCE PACKAGE
 
-Without that interpreter's headers (Python.h) or a C compiler it builds
-nothing, removes a stale extension of the same interpreter, and says that
-the package uses ctypes alone: the binding works either way.
+The headers (Python.h) are looked for where the interpreter says
+(sysconfig's include and platinclude, which a virtual environment takes
+from its base interpreter), under its base prefix, and in PYTHON_INCLUDE
+when set (another build of the same Python version, e.g. a pyenv one).
+Without headers or a C compiler it builds nothing, removes a stale
+extension of the same interpreter, and says that the package uses ctypes
+alone: the binding works either way.
 """
 
 from __future__ import annotations
@@ -20,11 +24,25 @@ import sys
 import sysconfig
 
 
+def _include_dir() -> str:
+    """The first folder with Python.h for this interpreter (see above), or
+    sysconfig's include when none has it (named in the message)."""
+    paths = sysconfig.get_paths()
+    tag = f"python{sys.version_info[0]}.{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+    candidates = [os.environ.get("PYTHON_INCLUDE", ""), paths["include"],
+                  paths.get("platinclude", ""),
+                  os.path.join(sys.base_prefix, "include", tag)]
+    for folder in candidates:
+        if folder and os.path.exists(os.path.join(folder, "Python.h")):
+            return folder
+    return paths["include"]
+
+
 def main(source: str, package: str) -> int:
     folder = os.path.dirname(os.path.abspath(source))
     sources = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".c"))
     inputs = sources + [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".h")]
-    include = sysconfig.get_paths()["include"]
+    include = _include_dir()
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = os.path.join(package, "_speedups" + suffix)
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
