@@ -15,9 +15,10 @@ LoadedVendor<CublasLtApi> open_cublaslt() {
     r.api.handle = h;
     resolve_symbol(h, "cublasLtGetStatusName", &r.api.names.name);
     resolve_symbol(h, "cublasLtGetStatusString", &r.api.names.text);
+    // The first missing one is named.
     if (!resolve_symbol(h, "cublasLtCreate", &r.api.create))
         refuse_missing_symbol(&r.lib, "cuBLASLt", "cublasLtCreate");
-    if (!resolve_symbol(h, "cublasLtDestroy", &r.api.destroy))
+    else if (!resolve_symbol(h, "cublasLtDestroy", &r.api.destroy))
         refuse_missing_symbol(&r.lib, "cuBLASLt", "cublasLtDestroy");
     return r;
 }
