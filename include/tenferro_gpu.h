@@ -1051,7 +1051,8 @@ typedef int32_t (*tf_cublaslt_fn)(void *lt_handle, void *stream, uint64_t worksp
  * tf_cublas_enqueue().  Prefer it for small GEMMs, whose cost is the host's
  * time per call: with a plan cached by the caller, a float32 matmul cost
  * 8-16% less host time than cublasSgemm through tf_cublas_enqueue() at
- * n = 64 and 37% less at 256 on an H200 (docs/benchmarks.md).
+ * n = 64 and 37% less at 256 on an H200
+ * (docs/gpu-runs/2026-12-01-gemm-explore.md; bench_cublaslt measures it).
  * @param[in] rt        the runtime.
  * @param[in] fn        the callback.
  * @param[in] user_data passed to @p fn, never dereferenced.
