@@ -103,12 +103,12 @@ struct Operands {
     uint64_t a, b, c;
 };
 
-int lt_matmul(const Api &api, const Plan &p, const Operands &o, uint64_t workspace,
-              uint64_t bytes, void *stream) {
+int lt_matmul(const Api &api, const Plan &p, const Operands &o, uint64_t workspace, uint64_t bytes,
+              void *stream) {
     auto f = [](uint64_t x) { return reinterpret_cast<void *>(x); };
     return api.matmul(static_cast<cublasLtHandle_t>(p.handle), p.desc, &kOne, f(o.a), p.layout,
-                      f(o.b), p.layout, &kZero, f(o.c), p.layout, f(o.c), p.layout,
-                      &p.result.algo, f(workspace), bytes, static_cast<cudaStream_t>(stream));
+                      f(o.b), p.layout, &kZero, f(o.c), p.layout, f(o.c), p.layout, &p.result.algo,
+                      f(workspace), bytes, static_cast<cudaStream_t>(stream));
 }
 
 // tf_cublaslt_enqueue's user data: the plan is made at the first call.
@@ -205,7 +205,9 @@ void run_size(tf_runtime *rt, const Api &api, Raw &raw, int n, bool smoke) {
     SgemmCall sg{&api, &o};
     Plan raw_plan;
     if (make_plan(api, raw.handle, n, raw.bytes, &raw_plan) != 0) bench::die("raw plan");
-    auto lib_lt = [&] { bench::ok(tf_cublaslt_enqueue(rt, LtCall::run, &lt), "tf_cublaslt_enqueue"); };
+    auto lib_lt = [&] {
+        bench::ok(tf_cublaslt_enqueue(rt, LtCall::run, &lt), "tf_cublaslt_enqueue");
+    };
     auto raw_lt = [&] {
         if (lt_matmul(api, raw_plan, o, raw.workspace, raw.bytes, raw.stream) != 0)
             bench::die("cublasLtMatmul");
@@ -219,16 +221,16 @@ void run_size(tf_runtime *rt, const Api &api, Raw &raw, int n, bool smoke) {
     lib_lt(), check(rt, o, want, "tf_cublaslt_enqueue");
     raw_lt(), raw_sync(), check(rt, o, want, "raw cublasLtMatmul");
     lib_sgemm(), check(rt, o, want, "tf_cublas_enqueue");
-    std::vector<Variant> vs = {{lib_lt, lib_sync, {}}, {raw_lt, raw_sync, {}},
-                               {lib_sgemm, lib_sync, {}}};
+    std::vector<Variant> vs = {
+        {lib_lt, lib_sync, {}}, {raw_lt, raw_sync, {}}, {lib_sgemm, lib_sync, {}}};
     const std::string s = std::to_string(n);
     struct Regime {
         const char *suffix, *what;
         int iters, reps;
     };
-    const Regime regimes[] = {{"", "sustained (queue full)", smoke ? 4 : 2000, smoke ? 3 : 15},
-                              {"_burst", "bursts of 200 (CPU cost)", smoke ? 4 : 200,
-                               smoke ? 3 : 41}};
+    const Regime regimes[] = {
+        {"", "sustained (queue full)", smoke ? 4 : 2000, smoke ? 3 : 15},
+        {"_burst", "bursts of 200 (CPU cost)", smoke ? 4 : 200, smoke ? 3 : 41}};
     for (const Regime &r : regimes) {
         for (int i = 0; i < (smoke ? 2 : 300); ++i) lib_lt(), raw_lt(), lib_sgemm();
         lib_sync(), raw_sync();
@@ -240,9 +242,10 @@ void run_size(tf_runtime *rt, const Api &api, Raw &raw, int n, bool smoke) {
                       l <= 1.03 * w);
         bench::report(id + "_vs_cublas", what, l, "tf_cublas_enqueue + cublasSgemm", c, "ns",
                       "<= 1.0x", l <= c);
-        std::printf("COMPARE|%s_vs_torch|tf_cublaslt_enqueue SGEMM %s vs torch.mm(out=) %s, %s|"
-                    "%s|torch_mm%s%s|1.0\n",
-                    id.c_str(), s.c_str(), s.c_str(), r.what, id.c_str(), s.c_str(), r.suffix);
+        std::printf(
+            "COMPARE|%s_vs_torch|tf_cublaslt_enqueue SGEMM %s vs torch.mm(out=) %s, %s|"
+            "%s|torch_mm%s%s|1.0\n",
+            id.c_str(), s.c_str(), s.c_str(), r.what, id.c_str(), s.c_str(), r.suffix);
     }
     check(rt, o, want, "the timed calls");
     for (uint64_t p : {o.a, o.b, o.c}) bench::ok(tf_free(rt, p), "tf_free");

@@ -200,8 +200,8 @@ static void bad_arguments_are_refused(void **state) {
     assert_failure(tf_cublaslt_enqueue(NULL, record, &s), TF_ERROR_INVALID_ARGUMENT,
                    "tf_cublaslt_enqueue", "runtime handle is NULL");
     assert_int_equal(s.calls, 0);
-    assert_failure(tf_cublaslt_symbol(NULL, &f), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_cublaslt_symbol", "name is NULL");
+    assert_failure(tf_cublaslt_symbol(NULL, &f), TF_ERROR_INVALID_ARGUMENT, "tf_cublaslt_symbol",
+                   "name is NULL");
     assert_failure(tf_cublaslt_symbol("cublasLtMatmul", NULL), TF_ERROR_INVALID_ARGUMENT,
                    "tf_cublaslt_symbol", "out_function is NULL");
     /* cuBLAS's names and libc's are not cuBLASLt's. */
@@ -222,7 +222,8 @@ static void symbols_come_from_the_loaded_cublaslt(void **state) {
     assert_ok(tf_cublaslt_symbol("cublasLtMatmul", &f));
     assert_non_null(f);
     assert_failure(tf_cublaslt_symbol("cublasLtNoSuchFunction", &f), TF_ERROR_NOT_SUPPORTED,
-                   "tf_cublaslt_symbol", "the loaded cuBLASLt has no symbol 'cublasLtNoSuchFunction'");
+                   "tf_cublaslt_symbol",
+                   "the loaded cuBLASLt has no symbol 'cublasLtNoSuchFunction'");
     if (tfd()) {
         lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_NOLOAD);
         assert_non_null(lib);
@@ -295,8 +296,9 @@ static void half_made_handle_destroy_failure_is_logged(void **state) {
     assert_failure(tf_cublaslt_enqueue(rt, record, &s), TF_ERROR_OUT_OF_MEMORY,
                    "tf_cublaslt_enqueue", "cuMemAlloc failed");
     warnings = log_capture_stop();
-    assert_non_null(strstr(warnings, "cublasLtDestroy of a half-made handle failed: "
-                                     "CUBLAS_STATUS_INTERNAL_ERROR (14)"));
+    assert_non_null(strstr(warnings,
+                           "cublasLtDestroy of a half-made handle failed: "
+                           "CUBLAS_STATUS_INTERNAL_ERROR (14)"));
     assert_ok(tf_runtime_release(rt));
     test_leaves_live(TFD_CUBLAS_HANDLES, 1); /* the handle cuBLASLt refused to destroy */
 }
@@ -489,9 +491,9 @@ static int32_t make_plan(struct matmul *m, void *handle, uint64_t workspace_byte
     if (!st) st = a->cublasLtMatrixLayoutCreate_p(&m->layout, CUDA_R_32F, m->n, m->n, m->n);
     if (!st) st = a->cublasLtMatmulPreferenceCreate_p(&m->pref);
     if (!st)
-        st = a->cublasLtMatmulPreferenceSetAttribute_p(
-            m->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-            sizeof workspace_bytes);
+        st = a->cublasLtMatmulPreferenceSetAttribute_p(m->pref,
+                                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                       &workspace_bytes, sizeof workspace_bytes);
     if (!st)
         st = a->cublasLtMatmulAlgoGetHeuristic_p(handle, m->desc, m->layout, m->layout, m->layout,
                                                  m->layout, m->pref, 1, &m->result, &found);
@@ -501,8 +503,8 @@ static int32_t make_plan(struct matmul *m, void *handle, uint64_t workspace_byte
     return (int32_t)st;
 }
 
-static int32_t matmul_call(void *handle, void *stream, uint64_t workspace,
-                           uint64_t workspace_bytes, void *user_data) {
+static int32_t matmul_call(void *handle, void *stream, uint64_t workspace, uint64_t workspace_bytes,
+                           void *user_data) {
     struct matmul *m = user_data;
     const float one = 1.0f, zero = 0.0f;
     if (m->planned_on != handle) {
@@ -678,12 +680,9 @@ static int lt_override_is_used(void) {
 }
 
 static const struct child_scenario scenarios[] = {
-    {"lt_override_missing", lt_override_missing},
-    {"lt_override_relative", lt_override_relative},
-    {"lt_not_on_the_path", lt_not_on_the_path},
-    {"lt_lacks_create", lt_lacks_create},
-    {"lt_override_is_used", lt_override_is_used},
-    {NULL, NULL},
+    {"lt_override_missing", lt_override_missing}, {"lt_override_relative", lt_override_relative},
+    {"lt_not_on_the_path", lt_not_on_the_path},   {"lt_lacks_create", lt_lacks_create},
+    {"lt_override_is_used", lt_override_is_used}, {NULL, NULL},
 };
 
 static void a_missing_override_is_reported(void **state) {
@@ -713,8 +712,8 @@ static void a_library_without_the_functions_is_refused(void **state) {
 
 /* A copy of the double's cuBLASLt under another name, named by the override. */
 static void an_absolute_override_is_used(void **state) {
-    char dir[PATH_MAX], tmp[] = "/tmp/tf-cublaslt-XXXXXX", target[PATH_MAX + 32],
-                        link[PATH_MAX], var[PATH_MAX + 64];
+    char dir[PATH_MAX], tmp[] = "/tmp/tf-cublaslt-XXXXXX", target[PATH_MAX + 32], link[PATH_MAX],
+                        var[PATH_MAX + 64];
     const char *env[] = {var, NULL};
     (void)state;
     REQUIRE_DOUBLE();
@@ -731,8 +730,7 @@ static void an_absolute_override_is_used(void **state) {
 
 /* A library path with the driver and cuBLAS doubles but no cuBLASLt. */
 static void soname_search_without_cublaslt(void **state) {
-    char dir[PATH_MAX], tmp[] = "/tmp/tf-no-cublaslt-XXXXXX", target[PATH_MAX + 32],
-                        link[PATH_MAX];
+    char dir[PATH_MAX], tmp[] = "/tmp/tf-no-cublaslt-XXXXXX", target[PATH_MAX + 32], link[PATH_MAX];
     const char *names[] = {"libcuda.so.1", "libcublas.so.13"};
     size_t i;
     (void)state;

@@ -25,12 +25,13 @@ TF_API tf_status tf_cublaslt_enqueue(tf_runtime *rt,
         if (!lt) return tf::current_error().status;
         tf::SlotCublas &c = frame.resources().cublas;
         if (!c.lt_handle &&
-            (st = tf::create_slot_cublaslt(state.api(), *lt,
-                                           state.options().cublas_workspace_bytes, &c)) != TF_OK)
+            (st = tf::create_slot_cublaslt(state.api(), *lt, state.options().cublas_workspace_bytes,
+                                           &c)) != TF_OK)
             return st;
         int32_t rc = 0;
-        st = tf::catch_callback(
-            [&] { rc = fn(c.lt_handle, frame.stream(), c.workspace, c.workspace_bytes, user_data); });
+        st = tf::catch_callback([&] {
+            rc = fn(c.lt_handle, frame.stream(), c.workspace, c.workspace_bytes, user_data);
+        });
         if (st != TF_OK) return st;
         return rc == 0 ? TF_OK : tf::fail_cublas(lt->names, "callback", rc);
     });

@@ -14,8 +14,8 @@ namespace tf {
 // its dependencies (libc among them), and only the library's own names are
 // handed out.  `load()` gives the dlopen handle, or NULL after recording why.
 template <class Load>
-tf_status vendor_symbol(const char *what, const char *prefix, const char *name,
-                        void **out_function, Load load) {
+tf_status vendor_symbol(const char *what, const char *prefix, const char *name, void **out_function,
+                        Load load) {
     if (!name) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "name is NULL");
     if (!out_function) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_function is NULL");
     if (std::strncmp(name, prefix, std::strlen(prefix)) != 0)

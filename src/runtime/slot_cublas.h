@@ -28,10 +28,10 @@
 namespace tf {
 
 struct SlotCublas {
-    cublasHandle_t handle = nullptr;      // tf_cublas_enqueue
-    cublasLtHandle_t lt_handle = nullptr; // tf_cublaslt_enqueue (runtime/slot_cublaslt.h)
-    CUdeviceptr workspace = 0;            // owned; 0 when none
-    uint64_t workspace_bytes = 0;         // its size
+    cublasHandle_t handle = nullptr;       // tf_cublas_enqueue
+    cublasLtHandle_t lt_handle = nullptr;  // tf_cublaslt_enqueue (runtime/slot_cublaslt.h)
+    CUdeviceptr workspace = 0;             // owned; 0 when none
+    uint64_t workspace_bytes = 0;          // its size
 };
 
 // Creates the slot's handle bound to `stream` with the slot's workspace
