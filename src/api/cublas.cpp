@@ -2,7 +2,7 @@
 // cuBLAS on the slot streams: tf_cublas_enqueue, tf_cublas_symbol,
 // tf_cublas_version.
 #include "api/guard.h"
-#include "api/vendor_symbol.h"
+#include "driver/vendor_symbol.h"
 #include "driver/cublas_library.h"
 #include "runtime/call_frame.h"
 #include "runtime/slot_cublas.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // cuBLASLt on the slot streams: tf_cublaslt_enqueue, tf_cublaslt_symbol.
 #include "api/guard.h"
-#include "api/vendor_symbol.h"
+#include "driver/vendor_symbol.h"
 #include "driver/cublaslt_library.h"
 #include "runtime/call_frame.h"
 #include "runtime/slot_cublaslt.h"
