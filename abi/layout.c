@@ -241,5 +241,6 @@ _Static_assert(sizeof(tf_status) == 4, "size of tf_status changed");
 _Static_assert(sizeof(tf_log_fn) == 8, "size of tf_log_fn changed");
 _Static_assert(sizeof(tf_context_fn) == 8, "size of tf_context_fn changed");
 _Static_assert(sizeof(tf_cublas_fn) == 8, "size of tf_cublas_fn changed");
+_Static_assert(sizeof(tf_cublaslt_fn) == 8, "size of tf_cublaslt_fn changed");
 _Static_assert(sizeof(tf_stream_fn) == 8, "size of tf_stream_fn changed");
 _Static_assert(sizeof(tf_release_fn) == 8, "size of tf_release_fn changed");

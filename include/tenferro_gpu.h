@@ -5,7 +5,8 @@
  *
  * The contract of libtenferro_gpu.so.1.  It compiles as C89 or later and
  * C++98 or later, and includes only <stddef.h> and <stdint.h>.  CUDA objects
- * cross as void* (CUcontext, CUstream, CUfunction, cublasHandle_t), device
+ * cross as void* (CUcontext, CUstream, CUfunction, cublasHandle_t,
+ * cublasLtHandle_t), device
  * addresses as uint64_t (CUdeviceptr).  docs/ explains how it works.
  *
  * Conventions, for every function unless its comment says otherwise:
@@ -22,7 +23,8 @@
  *    call that returns TF_OK leaves that record as it was, also when a step
  *    inside it failed and it answered anyway; only failing calls made by the
  *    caller's own callbacks (tf_with_context(), tf_cublas_enqueue(),
- *    tf_stream_enqueue(), a log callback) leave records.
+ *    tf_cublaslt_enqueue(), tf_stream_enqueue(), a log callback) leave
+ *    records.
  *  - Outputs are written only on TF_OK.  A NULL where an object is required
  *    is TF_ERROR_INVALID_ARGUMENT, never a crash.
  *  - "On failure" says what the caller must do: free, leak, retry.  Unless it
@@ -46,14 +48,16 @@
  * and what blocks, in these terms:
  *  - slot: one of a runtime's streams.  A thread's calls use one slot
  *    (tf_runtime_current_slot()), a bound handle's calls one fixed slot.
- *  - slot-exclusive: tf_cublas_enqueue(), tf_stream_enqueue(),
+ *  - slot-exclusive: tf_cublas_enqueue(), tf_cublaslt_enqueue(),
+ *    tf_stream_enqueue(),
  *    tf_download_scalar(), tf_download() into pageable memory above 64 KiB
  *    and tf_upload() from pageable memory above 256 KiB.  Those on one
  *    slot run one at a time, callbacks included; other
  *    slots never wait for them.  Inside an enqueue callback, a slot-exclusive
  *    call on the same slot returns TF_ERROR_RUNTIME_STATE.
  *  - first use: the first call that needs a slot's stream, the driver,
- *    cuBLAS or NVRTC creates or loads it; concurrent first callers wait.
+ *    cuBLAS, cuBLASLt or NVRTC creates or loads it; concurrent first callers
+ *    wait.
  * docs/threading.md names the locks behind these rules.
  *
  * Graph capture (1.2): while a slot captures (tf_graph_capture_begin()), the
@@ -938,7 +942,9 @@ TF_NODISCARD TF_API tf_status tf_runtime_sync(tf_runtime *rt);
  * either state, as do tf_workspace_stats() and tf_program_compile().
  *
  * cuBLAS is loaded at first use from libcublas.so.13, else libcublas.so.12,
- * or the absolute path in TENFERRO_GPU_CUBLAS; NVRTC likewise from
+ * or the absolute path in TENFERRO_GPU_CUBLAS; cuBLASLt (1.2) likewise, on
+ * its own, from libcublasLt.so.13, libcublasLt.so.12 or
+ * TENFERRO_GPU_CUBLASLT; NVRTC likewise from
  * libnvrtc.so.13, libnvrtc.so.12 or TENFERRO_GPU_NVRTC.  A failed load is
  * final: every later call of the process that needs it gets the same status.
  * @{
@@ -1012,6 +1018,77 @@ TF_NODISCARD TF_API tf_status tf_cublas_symbol(const char *name, void **out_func
  * @since 1.0
  */
 TF_NODISCARD TF_API tf_status tf_cublas_version(int32_t *out_version);
+
+/**
+ * Caller code run by tf_cublaslt_enqueue().  It must queue its work only on
+ * @p stream, and must not keep the handle or the workspace, or destroy the
+ * handle.  Descriptors, layouts, preferences and heuristic results it made
+ * on an earlier call (a plan) may be reused with the same handle: that is
+ * what makes this path cheaper than cublasSgemm for small matrices.
+ * @param[in] lt_handle       the slot's cublasLtHandle_t, borrowed for the
+ *                            call; the same one at every call on the slot.
+ * @param[in] stream          the slot's CUstream, borrowed for the call.
+ * @param[in] workspace       device address of the slot's workspace (a
+ *                            cublasLtMatmul workspace), 0 when
+ *                            @p workspace_bytes is 0.
+ * @param[in] workspace_bytes its size: tf_runtime_options::cublas_workspace_bytes.
+ * @param[in] user_data       as given to tf_cublaslt_enqueue().
+ * @return a cublasStatus_t: 0 (CUBLAS_STATUS_SUCCESS), or the failure, which
+ *         becomes TF_ERROR_PROVIDER.
+ * @since 1.2
+ */
+typedef int32_t (*tf_cublaslt_fn)(void *lt_handle, void *stream, uint64_t workspace,
+                                  uint64_t workspace_bytes, void *user_data);
+
+/**
+ * Run @p fn once, on the calling thread, with the slot's cuBLASLt handle,
+ * stream and workspace, the primary context current.  The slot's handle is
+ * made at its first call and kept until teardown.  The workspace is the one
+ * the slot's cuBLAS handle uses (allocated by whichever of the two is made
+ * first, of tf_runtime_options::cublas_workspace_bytes): everything using
+ * it runs on the slot's stream, in order, so sharing it is safe.  Inside a
+ * graph capture (1.2) what @p fn queues is captured, as for
+ * tf_cublas_enqueue().  Prefer it for small GEMMs, whose cost is the host's
+ * time per call: with a plan cached by the caller, a float32 matmul cost
+ * 8-16% less host time than cublasSgemm through tf_cublas_enqueue() at
+ * n = 64 and 37% less at 256 on an H200
+ * (docs/gpu-runs/2026-12-01-gemm-explore.md; bench_cublaslt measures it).
+ * @param[in] rt        the runtime.
+ * @param[in] fn        the callback.
+ * @param[in] user_data passed to @p fn, never dereferenced.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_INVALID_HANDLE;
+ *         TF_ERROR_LIBRARY_NOT_FOUND (no cuBLASLt); TF_ERROR_NOT_SUPPORTED
+ *         (a cuBLASLt without cublasLtCreate or cublasLtDestroy);
+ *         TF_ERROR_PROVIDER (cublasLtCreate, or @p fn: call "callback",
+ *         code domain TF_CODE_CUBLAS); TF_ERROR_CALLBACK (@p fn threw a C++
+ *         exception; thread cancellation unwinds through);
+ *         TF_ERROR_OUT_OF_MEMORY (also: the workspace); TF_ERROR_RUNTIME_STATE
+ *         (also: inside an enqueue callback on this slot; forked while
+ *         another thread loaded cuBLASLt); the device statuses.
+ * @threadsafety Slot-exclusive; @p fn must not wait for a thread that needs
+ *         this slot.
+ * @failure If @p fn did not run, nothing was enqueued or leaked; if it failed,
+ *         what it enqueued stays queued.  A failed cuBLASLt load is final.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_cublaslt_enqueue(tf_runtime *rt, tf_cublaslt_fn fn,
+                                                  void *user_data);
+
+/**
+ * A function of the cuBLASLt this library loaded, by name
+ * ("cublasLtMatmul"): the handles tf_cublaslt_enqueue() hands out belong to
+ * that instance, so use its functions with them.
+ * @param[in] name          the symbol, NUL-terminated, starting "cublasLt".
+ * @param[out] out_function its address, valid until the process exits.
+ * @return TF_OK; TF_ERROR_INVALID_ARGUMENT; TF_ERROR_LIBRARY_NOT_FOUND;
+ *         TF_ERROR_NOT_SUPPORTED (no such symbol, or a cuBLASLt lacking what
+ *         this library needs); TF_ERROR_RUNTIME_STATE (forked while another
+ *         thread loaded cuBLASLt).
+ * @threadsafety Any thread; only a first use blocks.
+ * @failure Nothing to undo.  A failed cuBLASLt load is final.
+ * @since 1.2
+ */
+TF_NODISCARD TF_API tf_status tf_cublaslt_symbol(const char *name, void **out_function);
 
 /**
  * Caller code run by tf_stream_enqueue().
@@ -1966,7 +2043,8 @@ TF_NODISCARD TF_API tf_status tf_upload_async(tf_runtime *rt, const void *src, u
  * A slot can capture the work queued on it into a CUDA graph that runs again
  * with one launch (docs/graphs.md).  From tf_graph_capture_begin() to
  * tf_graph_capture_end() every call that only queues work on the slot is
- * captured, not run: tf_cublas_enqueue(), tf_stream_enqueue(),
+ * captured, not run: tf_cublas_enqueue(), tf_cublaslt_enqueue(),
+ * tf_stream_enqueue(),
  * tf_kernel_launch(), tf_copy(), tf_peer_copy(), tf_download_async(),
  * tf_upload_async(), tf_event_record(), tf_event_wait(), tf_slot_wait(),
  * tf_with_context() (whatever its callback queues there), tf_alloc() and

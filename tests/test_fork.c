@@ -229,6 +229,13 @@ static void *load_cublas(void *arg) {
     return NULL;
 }
 
+static void *load_cublaslt(void *arg) {
+    void *f = NULL;
+    (void)arg;
+    ignore_status(tf_cublaslt_symbol("cublasLtCreate", &f)); /* the load is held across the fork */
+    return NULL;
+}
+
 static void *load_nvrtc(void *arg) {
     int32_t yes = 0;
     /* the load is held across the fork */
@@ -283,8 +290,11 @@ static int child_without_the_libraries(void *arg) {
     tf_runtime *rt = arg;
     int32_t v = -1, yes = -1;
     tf_program *program = NULL;
+    void *f = NULL;
     CHILD_REQUIRE(tf_cublas_version(&v) == TF_ERROR_RUNTIME_STATE && v == -1);
     CHILD_REQUIRE(strstr(tf_last_error_message(), "cuBLAS was being loaded by another thread"));
+    CHILD_REQUIRE(tf_cublaslt_symbol("cublasLtCreate", &f) == TF_ERROR_RUNTIME_STATE && !f);
+    CHILD_REQUIRE(strstr(tf_last_error_message(), "cuBLASLt was being loaded by another thread"));
     CHILD_REQUIRE(tf_program_compile(rt, "extern \"C\" __global__ void k() {}", NULL, &program) ==
                   TF_ERROR_RUNTIME_STATE);
     CHILD_REQUIRE(strstr(tf_last_error_message(), "NVRTC was being loaded by another thread"));
@@ -294,25 +304,30 @@ static int child_without_the_libraries(void *arg) {
     return 0;
 }
 
-/* cuBLAS and NVRTC are loaded at their first use in the process: a fresh
+/* cuBLAS, cuBLASLt and NVRTC are loaded at their first use in the process: a fresh
  * process, whose driver is loaded first. */
 static int scenario_fork_while_libraries_load(void) {
     tf_runtime *rt = NULL;
-    pthread_t cublas, nvrtc;
+    pthread_t cublas, cublaslt, nvrtc;
+    void *f = NULL;
     int status;
     int32_t v = 0, yes = 0;
     SCENARIO_CHECK(tf_runtime_new(0, &rt) == TF_OK);
     gate_init(&g_load.entered);
     gate_init(&g_load.leave);
-    /* Both wait at the same gate, inside their loads. */
+    /* All three wait at the same gate, inside their loads. */
     cublas = hold_load("TENFERRO_GPU_CUBLAS", load_cublas, NULL);
+    cublaslt = hold_load("TENFERRO_GPU_CUBLASLT", load_cublaslt, NULL);
     nvrtc = hold_load("TENFERRO_GPU_NVRTC", load_nvrtc, rt);
     status = in_forked_child(child_without_the_libraries, rt);
     atomic_store(&g_load.held, NULL);
     gate_open(&g_load.leave);
     gate_open(&g_load.leave);
-    SCENARIO_CHECK(pthread_join(cublas, NULL) == 0 && pthread_join(nvrtc, NULL) == 0);
+    gate_open(&g_load.leave);
+    SCENARIO_CHECK(pthread_join(cublas, NULL) == 0 && pthread_join(cublaslt, NULL) == 0 &&
+                   pthread_join(nvrtc, NULL) == 0);
     SCENARIO_CHECK(tf_cublas_version(&v) == TF_OK && v > 0);
+    SCENARIO_CHECK(tf_cublaslt_symbol("cublasLtCreate", &f) == TF_OK && f != NULL);
     SCENARIO_CHECK(tf_runtime_supports(rt, TF_CAP_RUNTIME_COMPILATION, &yes) == TF_OK && yes == 1);
     SCENARIO_CHECK(tf_runtime_release(rt) == TF_OK);
     if (status != 0) fprintf(stderr, "forked child: status %d (142: SIGALRM)\n", status);

@@ -16,6 +16,16 @@ int32_t cublas_throws(void *, void *, void *) { throw std::runtime_error("cuBLAS
 int32_t stream_throws(void *, void *) { throw 42; }
 int32_t cublas_ok(void *, void *, void *) { return 0; }
 int32_t stream_ok(void *, void *) { return 0; }
+int32_t lt_throws(void *, void *, uint64_t, uint64_t, void *) {
+    throw std::runtime_error("cuBLASLt callback boom");
+}
+int32_t lt_ok(void *, void *, uint64_t, uint64_t, void *) { return 0; }
+
+// Skips the cuBLASLt half on a GPU machine without cuBLASLt.
+bool cublaslt_loadable() {
+    void *f = nullptr;
+    return tf_cublaslt_symbol("cublasLtCreate", &f) == TF_OK;
+}
 
 int released = 0;
 void release_throws(void *, void *) {
@@ -36,6 +46,13 @@ void check_callback_exceptions(void **) {
         assert_ptr_equal(raw_current_context(), other);
         // The slot lock was released: the next call works.
         assert_ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, cublas_ok, nullptr));
+    }
+    if (cublaslt_loadable()) {
+        assert_failure(tf_cublaslt_enqueue(rt, lt_throws, nullptr), TF_ERROR_CALLBACK,
+                       "tf_cublaslt_enqueue", "cuBLASLt callback boom");
+        assert_string_equal(tf_last_error_call(), "callback");
+        assert_ptr_equal(raw_current_context(), other);
+        assert_ok(tf_cublaslt_enqueue(rt, lt_ok, nullptr));
     }
     assert_failure(tf_stream_enqueue(rt, stream_throws, nullptr), TF_ERROR_CALLBACK,
                    "tf_stream_enqueue", "unknown type");

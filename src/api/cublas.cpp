@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // cuBLAS on the slot streams: tf_cublas_enqueue, tf_cublas_symbol,
 // tf_cublas_version.
-#include <cstring>
-
 #include "api/guard.h"
+#include "driver/vendor_symbol.h"
 #include "driver/cublas_library.h"
-#include "driver/vendor_library.h"
 #include "runtime/call_frame.h"
 #include "runtime/slot_cublas.h"
 #include "util/callback.h"
@@ -61,22 +59,10 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
 TF_API tf_status tf_cublas_symbol(const char *name, void **out_function) {
     static const char op[] = "tf_cublas_symbol";
     return tf::guarded(op, [&]() -> tf_status {
-        if (!name) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "name is NULL");
-        if (!out_function) return TF_FAIL(TF_ERROR_INVALID_ARGUMENT, "out_function is NULL");
-        // dlsym on the handle also searches cuBLAS's dependencies (libc
-        // among them): only cuBLAS's own names are handed out.
-        if (std::strncmp(name, "cublas", 6) != 0)
-            return TF_FAIL(TF_ERROR_INVALID_ARGUMENT,
-                           "'%s' is not a cuBLAS symbol (its name must start with \"cublas\")",
-                           name);
-        const tf::CublasApi *cublas = tf::load_cublas();
-        if (!cublas) return tf::current_error().status;
-        void *fn = nullptr;
-        if (!tf::resolve_symbol(cublas->handle, name, &fn))
-            return tf::fail(TF_ERROR_NOT_SUPPORTED, "dlsym", TF_CODE_NONE, 0,
-                            "the loaded cuBLAS has no symbol '%s'", name);
-        *out_function = fn;
-        return TF_OK;
+        return tf::vendor_symbol("cuBLAS", "cublas", name, out_function, []() -> void * {
+            const tf::CublasApi *cublas = tf::load_cublas();
+            return cublas ? cublas->handle : nullptr;
+        });
     });
 }
 

@@ -15,8 +15,8 @@ LoadedVendor<CublasApi> open_cublas() {
     if (r.lib.status != TF_OK) return r;
     void *h = r.lib.handle;
     r.api.handle = h;
-    resolve_symbol(h, "cublasGetStatusName", &r.api.status_name);
-    resolve_symbol(h, "cublasGetStatusString", &r.api.status_string);
+    resolve_symbol(h, "cublasGetStatusName", &r.api.names.name);
+    resolve_symbol(h, "cublasGetStatusString", &r.api.names.text);
 #define TF_CUBLAS_REQUIRE(member, name) \
     if (!resolve_symbol(h, name, &r.api.member)) refuse_missing_symbol(&r.lib, "cuBLAS", name)
     TF_CUBLAS_REQUIRE(create, "cublasCreate_v2");
@@ -42,26 +42,24 @@ const CublasApi *load_cublas() { return require_vendor(loaded(), "cuBLAS"); }
 
 bool cublas_loadable() { return vendor_loadable(loaded()); }
 
-const char *cublas_status_name(const CublasApi &api, int32_t status) {
-    const char *name =
-        api.status_name ? api.status_name(static_cast<cublasStatus_t>(status)) : nullptr;
+const char *cublas_status_name(const BlasStatusText &names, int32_t status) {
+    const char *name = names.name ? names.name(static_cast<cublasStatus_t>(status)) : nullptr;
     return name ? name : "cuBLAS status";
 }
 
 namespace {
 
-const char *status_text(const CublasApi &api, int32_t status) {
-    const char *text =
-        api.status_string ? api.status_string(static_cast<cublasStatus_t>(status)) : nullptr;
+const char *status_text(const BlasStatusText &names, int32_t status) {
+    const char *text = names.text ? names.text(static_cast<cublasStatus_t>(status)) : nullptr;
     return text ? text : "no description";
 }
 
 }  // namespace
 
-tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
+tf_status fail_cublas(const BlasStatusText &names, const char *call, int32_t status) {
     return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status, "cuBLAS %s failed: %s (%d): %s",
-                call, cublas_status_name(api, status), static_cast<int>(status),
-                status_text(api, status));
+                call, cublas_status_name(names, status), static_cast<int>(status),
+                status_text(names, status));
 }
 
 tf_status fail_cublas_create(const CublasApi &api, int32_t status) {
@@ -78,11 +76,11 @@ tf_status fail_cublas_create(const CublasApi &api, int32_t status) {
                     "libcuda.so.1 the loader finds, not the %s=%s this library uses: put that "
                     "driver's folder first on LD_LIBRARY_PATH instead",
                     call, cublas_status_name(api, status), static_cast<int>(status),
-                    status_text(api, status), file, kDriverPathEnv, driver);
+                    status_text(api.names, status), file, kDriverPathEnv, driver);
     return fail(TF_ERROR_PROVIDER, call, TF_CODE_CUBLAS, status,
                 "cuBLAS %s failed: %s (%d): %s (cuBLAS loaded from %s)", call,
-                cublas_status_name(api, status), static_cast<int>(status), status_text(api, status),
-                file);
+                cublas_status_name(api, status), static_cast<int>(status),
+                status_text(api.names, status), file);
 }
 
 }  // namespace tf

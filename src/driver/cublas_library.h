@@ -12,6 +12,13 @@
 
 namespace tf {
 
+// What names a cublasStatus_t: cuBLAS's and cuBLASLt's functions have the
+// same type; either may be NULL (messages then give the bare number).
+struct BlasStatusText {
+    decltype(&cublasGetStatusName) name;
+    decltype(&cublasGetStatusString) text;
+};
+
 struct CublasApi {
     // Required: loading fails with TF_ERROR_NOT_SUPPORTED without them.
     decltype(&cublasCreate_v2) create;
@@ -20,9 +27,8 @@ struct CublasApi {
     decltype(&cublasSetWorkspace_v2) set_workspace;
     decltype(&cublasSetPointerMode_v2) set_pointer_mode;
     decltype(&cublasGetProperty) get_property;
-    // Optional (messages fall back to the bare number without them).
-    decltype(&cublasGetStatusName) status_name;
-    decltype(&cublasGetStatusString) status_string;
+    // Optional (cublasGetStatusName, cublasGetStatusString).
+    BlasStatusText names;
     void *handle;  // the dlopen handle, for tf_cublas_symbol
 };
 
@@ -35,13 +41,20 @@ const CublasApi *load_cublas();
 // Whether load_cublas would succeed; records nothing.
 bool cublas_loadable();
 
-// "CUBLAS_STATUS_X", or "cuBLAS status" when this cuBLAS cannot name it.
-const char *cublas_status_name(const CublasApi &api, int32_t status);
+// "CUBLAS_STATUS_X", or "cuBLAS status" when the library cannot name it.
+const char *cublas_status_name(const BlasStatusText &names, int32_t status);
+inline const char *cublas_status_name(const CublasApi &api, int32_t status) {
+    return cublas_status_name(api.names, status);
+}
 
 // Records "<operation>: cuBLAS <call> failed: CUBLAS_STATUS_X (n): text" as
-// TF_ERROR_PROVIDER with code domain TF_CODE_CUBLAS.
-tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status)
+// TF_ERROR_PROVIDER with code domain TF_CODE_CUBLAS (`names` of cuBLAS or
+// cuBLASLt, which share the status codes).
+tf_status fail_cublas(const BlasStatusText &names, const char *call, int32_t status)
     __attribute__((cold, noinline));
+inline tf_status fail_cublas(const CublasApi &api, const char *call, int32_t status) {
+    return fail_cublas(api.names, call, status);
+}
 
 // fail_cublas for cublasCreate_v2, naming the cuBLAS file: a cuBLAS that
 // cannot work with the loaded driver fails there.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-// One-time loading of a library (the CUDA driver, cuBLAS, NVRTC) that a
+// One-time loading of a library (the CUDA driver, cuBLAS, cuBLASLt, NVRTC) that a
 // fork() cannot leave stuck.
 //
 // A function-local static would do the once, but its guard waits forever in
@@ -55,7 +55,7 @@ private:
 };
 
 // The process-wide loads, re-initialised together in a forked child.
-enum class Loaded { driver, cublas, nvrtc, count };
+enum class Loaded { driver, cublas, cublaslt, nvrtc, count };
 LoadOnce &load_once(Loaded which);
 
 // Records TF_ERROR_RUNTIME_STATE: `what` ("the CUDA driver") was

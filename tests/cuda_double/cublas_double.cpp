@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "companion.h"
+#include "cublas_status.h"
 
 #ifndef TFD_CUBLAS_VERSION
 #error "TFD_CUBLAS_VERSION (e.g. 130100) must be defined"
@@ -265,42 +266,6 @@ bool math_ok(int mode)
            base == CUBLAS_PEDANTIC_MATH || base == CUBLAS_TF32_TENSOR_OP_MATH;
 }
 
-// ---- status texts --------------------------------------------------------------
-
-struct StatusText {
-    int status;
-    const char *name;
-    const char *text;
-};
-
-const StatusText kStatus[] = {
-    {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS", "success"},
-    {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED",
-     "the library was not initialized"},
-    {CUBLAS_STATUS_ALLOC_FAILED, "CUBLAS_STATUS_ALLOC_FAILED", "the resource allocation failed"},
-    {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE",
-     "an invalid numeric value was used as an argument"},
-    {CUBLAS_STATUS_ARCH_MISMATCH, "CUBLAS_STATUS_ARCH_MISMATCH",
-     "an absent device architectural feature is required"},
-    {CUBLAS_STATUS_MAPPING_ERROR, "CUBLAS_STATUS_MAPPING_ERROR",
-     "an access to GPU memory space failed"},
-    {CUBLAS_STATUS_EXECUTION_FAILED, "CUBLAS_STATUS_EXECUTION_FAILED",
-     "the GPU program failed to execute"},
-    {CUBLAS_STATUS_INTERNAL_ERROR, "CUBLAS_STATUS_INTERNAL_ERROR", "an internal operation failed"},
-    {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED",
-     "the functionality requested is not supported"},
-    {CUBLAS_STATUS_LICENSE_ERROR, "CUBLAS_STATUS_LICENSE_ERROR",
-     "the functionality requested requires some license"},
-};
-
-const StatusText *find_status(int s)
-{
-    for (const StatusText &t : kStatus)
-        if (t.status == s)
-            return &t;
-    return nullptr;
-}
-
 }  // namespace
 }  // namespace tfd
 
@@ -431,7 +396,7 @@ const char *cublasGetStatusName(cublasStatus_t status)
 {
     if (tfd_enter("cublasGetStatusName") != 0)
         return nullptr;
-    const StatusText *t = find_status(raw_enum(status));
+    const StatusText *t = find_cublas_status(raw_enum(status));
     return t == nullptr ? "<unknown>" : t->name;
 }
 
@@ -439,7 +404,7 @@ const char *cublasGetStatusString(cublasStatus_t status)
 {
     if (tfd_enter("cublasGetStatusString") != 0)
         return nullptr;
-    const StatusText *t = find_status(raw_enum(status));
+    const StatusText *t = find_cublas_status(raw_enum(status));
     return t == nullptr ? "unknown error" : t->text;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // cuBLASLt double (libcublasLt.so.13), for what bench/explore_gemm calls:
-// handles, matmul descriptors, matrix layouts, preferences, the heuristic
-// and cublasLtMatmul, on float and double column-major matrices.
+// handles, status names, matmul descriptors, matrix layouts, preferences,
+// the heuristic and cublasLtMatmul, on float and double column-major
+// matrices, and what tf_cublaslt_enqueue makes and destroys.
 //
 // As in cuBLAS, a cuBLAS handle is a cuBLASLt handle: cublasLtCreate makes
 // a cuBLAS handle record of the driver double (tfd_cublas_register), and
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "companion.h"
+#include "cublas_status.h"
 
 namespace tfd {
 namespace {
@@ -254,6 +256,22 @@ extern "C" {
 size_t cublasLtGetVersion(void)
 {
     return kVersion;
+}
+
+const char *cublasLtGetStatusName(cublasStatus_t status)
+{
+    if (tfd_enter("cublasLtGetStatusName") != 0)
+        return nullptr;
+    const StatusText *t = find_cublas_status(raw_enum(status));
+    return t == nullptr ? "<unknown>" : t->name;
+}
+
+const char *cublasLtGetStatusString(cublasStatus_t status)
+{
+    if (tfd_enter("cublasLtGetStatusString") != 0)
+        return nullptr;
+    const StatusText *t = find_cublas_status(raw_enum(status));
+    return t == nullptr ? "unknown error" : t->text;
 }
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle)

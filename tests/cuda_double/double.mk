@@ -3,7 +3,7 @@
 #
 #   $(DOUBLE_DIR)/libcuda.so.1       driver double + tfd_* control interface
 #   $(DOUBLE_DIR)/libcublas.so.13    cuBLAS double (reports 13.x)
-#   $(DOUBLE_DIR)/libcublasLt.so.13  cuBLASLt double (what bench/explore_gemm calls)
+#   $(DOUBLE_DIR)/libcublasLt.so.13  cuBLASLt double (tf_cublaslt_enqueue, bench/explore_gemm)
 #   $(DOUBLE_DIR)/libnvrtc.so.13     NVRTC double
 #   $(DOUBLE_DIR)/libnccl.so.2       NCCL double (all-reduce across ranks)
 #   $(DOUBLE12_DIR)/libcublas.so.12  cuBLAS double (reports 12.x)

@@ -171,6 +171,17 @@ pub type tf_cublas_fn = Option<
         user_data: *mut c_void,
     ) -> i32,
 >;
+/// `int32_t (*fn)(void *lt_handle, void *stream, uint64_t workspace,
+/// uint64_t workspace_bytes, void *user_data)` of tf_cublaslt_enqueue (1.2).
+pub type tf_cublaslt_fn = Option<
+    unsafe extern "C" fn(
+        lt_handle: *mut c_void,
+        stream: *mut c_void,
+        workspace: u64,
+        workspace_bytes: u64,
+        user_data: *mut c_void,
+    ) -> i32,
+>;
 /// `int32_t (*fn)(void *stream, void *user_data)` of tf_stream_enqueue.
 pub type tf_stream_fn =
     Option<unsafe extern "C" fn(stream: *mut c_void, user_data: *mut c_void) -> i32>;
@@ -365,6 +376,9 @@ declare_functions! {
     ) -> tf_status;
     fn tf_cublas_symbol(name: *const c_char, out_function: *mut *mut c_void) -> tf_status;
     fn tf_cublas_version(out_version: *mut i32) -> tf_status;
+    [1.2] fn tf_cublaslt_enqueue(rt: *mut tf_runtime, f: tf_cublaslt_fn, user_data: *mut c_void)
+        -> tf_status;
+    [1.2] fn tf_cublaslt_symbol(name: *const c_char, out_function: *mut *mut c_void) -> tf_status;
     fn tf_stream_enqueue(rt: *mut tf_runtime, f: tf_stream_fn, user_data: *mut c_void)
         -> tf_status;
     fn tf_slot_wait(rt: *mut tf_runtime, other_slot: i32) -> tf_status;
