@@ -61,7 +61,6 @@ def test_refused_calls_raise_the_librarys_error_and_the_capture_stays(rt):
             ("tf_runtime_sync", rt.sync),
             ("tf_download", lambda: rt.download(x, host)),
             ("tf_download_scalar", lambda: rt.download_scalar(x, "f")),
-            ("tf_alloc", lambda: rt.alloc(64)),
             ("tf_upload", lambda: rt.upload(b"\x05" * 16, y)),
         ]
         for operation, call in refused:
@@ -72,6 +71,39 @@ def test_refused_calls_raise_the_librarys_error_and_the_capture_stays(rt):
     g.launch()
     assert _read(rt, y) == b"\x02" * N              # what was captured runs
     g.close()
+    x.free()
+    y.free()
+
+
+def test_a_temporary_allocated_and_freed_inside_is_the_graphs(rt):
+    x, y = _buffers(rt, 6, 0)
+    with rt.graph() as g:
+        tmp = rt.alloc(N)                           # an allocation node
+        rt.copy(x, tmp)
+        rt.copy(tmp, y)
+        tmp.free()                                  # its free node
+    assert _read(rt, y) == bytes(N)                 # captured, not run
+    g.launch()
+    assert _read(rt, y) == b"\x06" * N
+    x.upload(b"\x08" * N)
+    g.launch()                                      # allocated and freed again
+    assert _read(rt, y) == b"\x08" * N
+    g.close()
+    x.free()
+    y.free()
+
+
+def test_a_temporary_left_unfreed_refuses_the_end(rt):
+    with pytest.raises(tg.RuntimeStateError) as e:
+        with rt.graph():
+            kept = rt.alloc(64)
+    assert e.value.operation == "tf_graph_capture_end", e.value
+    assert "not freed in it" in e.value.message, e.value
+    del kept
+    gc.collect()
+    x, y = _buffers(rt, 4, 0)                       # the slot works as before
+    rt.copy(x, y)
+    assert _read(rt, y) == b"\x04" * N
     x.free()
     y.free()
 
