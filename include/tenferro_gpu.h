@@ -1705,7 +1705,8 @@ TF_NODISCARD TF_API tf_status tf_free(tf_runtime *rt, uint64_t ptr);
  * @threadsafety Any thread; a page-locked @p src blocks until the slot's
  *         earlier work and the copy are done.  Slot-exclusive when staged.
  *         A pthread_cancel() acts after the call returns, never inside it.
- * @failure After TF_ERROR_INVALID_ARGUMENT nothing was queued.  Otherwise
+ * @failure After TF_ERROR_INVALID_ARGUMENT or TF_ERROR_RUNTIME_STATE
+ *         nothing was queued and @p src is free again.  Otherwise
  *         @p dst may be partly written and a page-locked @p src may still be
  *         read by the device: do not change @p src until a later
  *         tf_runtime_sync() of the slot returns TF_OK.  To give it up instead,

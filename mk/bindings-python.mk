@@ -40,6 +40,7 @@ PY_HOT_TESTS := test_runtime.py test_context.py test_memory.py test_stream.py \
   test_speedups.py test_views.py test_array_protocols.py
 # ... and those of what the extension does that ctypes cannot (counted
 # exports, the DLPack destructor), whose fallbacks differ.
+PY_HOT_TESTS += test_blas.py test_graph.py
 PY_HOT_TESTS += test_close_in_flight.py test_host_views.py test_exports.py \
   test_failed_copies.py test_teardown.py test_errors.py test_host.py
 

@@ -3,7 +3,8 @@
  * per-call cost matters (tf_runtime_stream, tf_runtime_sync,
  * tf_download_scalar, tf_with_context) without ctypes' per-call argument
  * conversion and libffi call; and what ctypes cannot do (ref.c,
- * host_export.c, dlpack_release.c).
+ * host_export.c, dlpack_release.c), and the hot paths of a DeviceBuffer's
+ * life and a small GEMM (hot_paths.c).
  *
  * It links nothing: tenferro_gpu/_capi.py passes the addresses of the
  * functions of the library it loaded to bind(), so both paths call the same
@@ -186,7 +187,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__speedups(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (tfsp_ref_ready(m) < 0 || tfsp_exporter_ready(m) < 0 || tfsp_dlpack_ready(m) < 0) {
+    if (tfsp_ref_ready(m) < 0 || tfsp_exporter_ready(m) < 0 || tfsp_dlpack_ready(m) < 0 ||
+        tfsp_hot_ready(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -29,4 +29,7 @@ int tfsp_exporter_ready(PyObject *module);
 /* dlpack_release.c: the DLPack deleters and the capsule destructor. */
 int tfsp_dlpack_ready(PyObject *module);
 
+/* hot_paths.c: quietly, alloc, free_on_slot and gemm without ctypes. */
+int tfsp_hot_ready(PyObject *module);
+
 #endif

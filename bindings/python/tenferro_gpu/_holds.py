@@ -3,7 +3,9 @@
 run it.
 
 tf_download and tf_upload say: after a failure other than
-TF_ERROR_INVALID_ARGUMENT, a page-locked destination (source) may still be
+TF_ERROR_INVALID_ARGUMENT (for tf_upload: nor TF_ERROR_RUNTIME_STATE, the
+refusal inside a capture among them, after which nothing was queued), a
+page-locked destination (source) may still be
 written (read) by the device: keep it until a later tf_runtime_sync of the
 slot returns TF_OK, or leak it.  The binding keeps it until the device has
 passed the copy, which the release of a retirement queued right after it

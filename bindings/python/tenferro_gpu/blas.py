@@ -24,10 +24,10 @@ import ctypes
 from ctypes import c_int, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from . import _foreign
+from . import _capi, _foreign
 from . import pool as _pool
 from .buffer import DeviceBuffer
-from .stream_work import PointerMode, cublas_function
+from .stream_work import PointerMode, cublas_function, cublas_symbol
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -38,6 +38,7 @@ OP_N, OP_T = 0, 1
 _TYPES = {"float32": ("cublasSgemm_v2", ctypes.c_float),
           "float64": ("cublasDgemm_v2", ctypes.c_double)}
 _functions: Dict[str, Any] = {}
+_addresses: Dict[str, int] = {}
 
 
 def _dtype_name(dtype: object) -> str:
@@ -59,6 +60,14 @@ def _gemm_function(name: str) -> Any:
                              ptr, c_uint64, c_int, c_uint64, c_int, ptr, c_uint64, c_int)
         _functions[name] = fn
     return fn
+
+
+def _gemm_address(name: str) -> int:
+    """The address of the library's cublas<S|D>gemm_v2, resolved once."""
+    found = _addresses.get(name)
+    if found is None:
+        found = _addresses[name] = int(cublas_symbol(_TYPES[name][0]))
+    return found
 
 
 def _int(value: object, name: str) -> int:
@@ -124,14 +133,22 @@ def gemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int, *,
         pa = _operand(rt, a, a_rows, a_cols, lda, size, "a", borrowed)
         pb = _operand(rt, b, b_rows, b_cols, ldb, size, "b", borrowed)
         pc = _operand(rt, c, m, n, ldc, size, "c", borrowed)
-        fn = _gemm_function(name)
-        al, be = scalar(alpha), scalar(beta)
         ops = (OP_T if transa else OP_N, OP_T if transb else OP_N)
+        sp = _capi.speedups
+        if sp is not None:      # the enqueue and its callback in C
+            st = sp.gemm(rt._active(), _gemm_address(name), name == "float64", ops[0],
+                         ops[1], m, n, k, float(alpha), pa, lda, pb, ldb, float(beta),
+                         pc, ldc)
+            if st:
+                rt._target()._fail(st)
+        else:
+            fn = _gemm_function(name)
+            al, be = scalar(alpha), scalar(beta)
 
-        def run(handle: int, stream: int) -> int:
-            return int(fn(handle, ops[0], ops[1], m, n, k, ctypes.byref(al), pa, lda,
-                          pb, ldb, ctypes.byref(be), pc, ldc))
-        rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
+            def run(handle: int, stream: int) -> int:
+                return int(fn(handle, ops[0], ops[1], m, n, k, ctypes.byref(al), pa, lda,
+                              pb, ldb, ctypes.byref(be), pc, ldc))
+            rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
         _pool.record_uses(rt, a, b, c)
     finally:
         for foreign in borrowed:

@@ -35,6 +35,10 @@ def _free_on_slot(handle: Any, ptr: int, slot: int) -> int:
     """tf_free of `ptr` in order on stream slot `slot` of the runtime whose
     handle (a Ref, or an int the caller holds) is given, whichever thread
     runs this.  Returns the status."""
+    sp = _capi.speedups
+    if sp is not None:
+        st: int = sp.free_on_slot(handle, ptr, slot)
+        return 1 if st == _capi.CLOSED else st
     api = _capi.api()
     current = ctypes.c_int32(-1)
     api.tf_runtime_current_slot(handle, ctypes.byref(current))
@@ -48,6 +52,21 @@ def _free_on_slot(handle: Any, ptr: int, slot: int) -> int:
         return int(api.tf_free(bound.value, ptr))
     finally:
         api.tf_runtime_release(bound.value)
+
+
+def _alloc_on_call_slot(runtime: "Runtime", nbytes: int) -> Tuple[int, int]:
+    """tf_alloc of `nbytes` on the slot this call on `runtime` uses ->
+    (address, slot); raises the library's error."""
+    sp = _capi.speedups
+    if sp is not None:
+        got = sp.alloc(runtime._active(), nbytes)
+        if type(got) is int:
+            runtime._target()._fail(got)
+        return got       # type: ignore[no-any-return]
+    slot = runtime.current_slot
+    out = ctypes.c_uint64()
+    _capi.check(_capi.api().tf_alloc(runtime._active(), nbytes, ctypes.byref(out)))
+    return out.value, slot
 
 
 def _free_device(ptr: int, slot: int, identity: int, owner: "weakref.ref[Runtime]") -> int:
@@ -91,18 +110,15 @@ class _Allocation:
     finalizer: weakref.finalize  # alive while the buffer has its claim
 
     def __init__(self, runtime: "Runtime", nbytes: int) -> None:
-        api = _capi.api()
         owner = runtime._owner_clone()
         try:
-            slot = runtime.current_slot
-            out = ctypes.c_uint64()
-            _capi.check(api.tf_alloc(runtime._active(), nbytes, ctypes.byref(out)))
+            ptr, slot = _alloc_on_call_slot(runtime, nbytes)
         except BaseException:
             owner.close()
             raise
-        self.ptr, self.nbytes, self.owner, self.slot = out.value, nbytes, owner, slot
+        self.ptr, self.nbytes, self.owner, self.slot = ptr, nbytes, owner, slot
         self.claims = _claims.Claims(functools.partial(
-            _free_device, out.value, slot, owner._identity, weakref.ref(owner)))
+            _free_device, ptr, slot, owner._identity, weakref.ref(owner)))
         self.finalizer = weakref.finalize(self, _allocation_gone, self.claims, owner,
                                           weakref.ref(self))
         _handles.free_at_exit(self)

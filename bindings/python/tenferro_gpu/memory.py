@@ -103,6 +103,12 @@ _layouts: Dict[str, _Layout] = {}
 _local = threading.local()
 _ScalarOut = ctypes.c_char * _capi.SCALAR_DOWNLOAD_MAX_BYTES
 
+# The statuses after which the copy queued nothing and its host memory is
+# free again (the @failure of tf_upload and tf_download): the binding then
+# keeps nothing.  An upload refused inside a capture is RUNTIME_STATE.
+_UPLOAD_QUEUED_NOTHING = (errors.Status.INVALID_ARGUMENT, errors.Status.RUNTIME_STATE)
+_DOWNLOAD_QUEUED_NOTHING = (errors.Status.INVALID_ARGUMENT,)
+
 
 class TransfersMixin:
     """Runtime methods for device memory and transfers."""
@@ -164,7 +170,8 @@ class TransfersMixin:
         with borrow(src, writable=False) as (host, n):
             address, foreign = _address(self._self(), dst, offset, n, "dst", True)
             st = _capi.api().tf_upload(self._active(), host, address, n)
-            self._after_copy(st, src, host, n, foreign, queued=True)
+            self._after_copy(st, src, host, n, foreign, queued=True,
+                             queued_nothing=_UPLOAD_QUEUED_NOTHING)
             _pool.record_uses(self._self(), dst)
 
     def download(self, src: Any, dst: Any, *, offset: int = 0) -> Any:
@@ -177,18 +184,24 @@ class TransfersMixin:
         with borrow(dst, writable=True) as (host, n):
             address, foreign = _address(self._self(), src, offset, n, "src", False)
             st = _capi.api().tf_download(self._active(), address, host, n)
-            self._after_copy(st, dst, host, n, foreign, queued=False)
+            self._after_copy(st, dst, host, n, foreign, queued=False,
+                             queued_nothing=_DOWNLOAD_QUEUED_NOTHING)
         return dst
 
     def _after_copy(self, st: int, obj: object, host: int, n: int,
-                    foreign: Optional[_foreign.Foreign], queued: bool) -> None:
+                    foreign: Optional[_foreign.Foreign], queued: bool,
+                    queued_nothing: Tuple[int, ...]) -> None:
         """After tf_upload / tf_download: raise its failure (read first:
         what follows may call the library), keeping the host memory while a
-        failed copy may still use it (_holds.py); finish the other
-        library's array."""
+        failed copy may still use it (_holds.py), unless the call's status
+        is one of `queued_nothing` (the header's @failure: nothing was
+        queued, the host memory is free again); finish the other library's
+        array."""
         error = _capi.error(st) if st else None
         rt = self._self()
-        if error is not None and st != errors.Status.INVALID_ARGUMENT and n:
+        if error is not None and st in queued_nothing:
+            queued = False
+        elif error is not None and n:
             _holds.keep_host(rt, host, n, obj)
             queued = True
         if foreign is not None:

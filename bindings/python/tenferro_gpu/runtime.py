@@ -144,26 +144,28 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
 
     def _own(self, handle: int, *, bound: bool,
              release: Callable[..., int] = _runtimes.release,
-             extra: Tuple[Any, ...] = ()) -> None:
+             extra: Tuple[Any, ...] = (), identity: Optional[int] = None) -> None:
         """Own the reference `handle` holds, released by release(handle,
-        identity, *extra).  On failure nothing is owned (the caller
-        releases it)."""
-        api = _capi.api()
-        identity = ctypes.c_uint64()
-        _capi.check(api.tf_runtime_identity(handle, ctypes.byref(identity)))
-        self._identity = identity.value
+        identity, *extra); `identity` is asked for unless given (a clone
+        knows it).  On failure nothing is owned (the caller releases it)."""
+        if identity is None:
+            out = ctypes.c_uint64()
+            _capi.check(_capi.api().tf_runtime_identity(handle, ctypes.byref(out)))
+            identity = out.value
+        self._identity = identity
         self._handle = handle
         self._bound = bound
         self._ordinal = None
-        ref = _handles.own(self, handle, release, identity.value, *extra)
-        _runtimes.added(identity.value, ref)
+        ref = _handles.own(self, handle, release, identity, *extra)
+        _runtimes.added(identity, ref)
 
     @classmethod
-    def _adopt(cls: Type[T], handle: int, *, bound: bool = False) -> T:
+    def _adopt(cls: Type[T], handle: int, *, bound: bool = False,
+               identity: Optional[int] = None) -> T:
         """A `cls` owning the reference `handle` already holds."""
         rt = cls.__new__(cls)
         try:
-            rt._own(handle, bound=bound)      # type: ignore[attr-defined]
+            rt._own(handle, bound=bound, identity=identity)  # type: ignore[attr-defined]
         except BaseException:
             _capi.api().tf_runtime_release(handle)
             raise
@@ -249,7 +251,7 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
         (tf_runtime_retain): same identity, state and slots (the same slot,
         for a bound handle)."""
         _capi.check(_capi.api().tf_runtime_retain(self._ref()))
-        return Runtime._adopt(self._handle, bound=self._bound)
+        return Runtime._adopt(self._handle, bound=self._bound, identity=self._identity)
 
     def _owner_clone(self) -> "Runtime":
         """The reference a buffer or event made through this handle keeps:

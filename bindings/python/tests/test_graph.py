@@ -232,3 +232,28 @@ def test_a_failed_abort_is_retried_and_noted(double, rt):
 
 def _capi_abort(rt):
     return tg._capi.api().tf_graph_capture_abort(rt._active())
+
+
+def test_an_upload_refused_inside_a_capture_keeps_no_host_memory(rt):
+    """tf_upload refused with RUNTIME_STATE queued nothing: the binding
+    neither keeps a pageable source exported nor holds a page-locked
+    block, which goes back to the pool at close()."""
+    x, y = _buffers(rt, 2, 0)
+    pageable = bytearray(b"\x05" * N)
+    block = rt.host_alloc(N)
+    in_use = rt.host_stats().blocks_in_use
+    with rt.graph() as g:
+        rt.copy(x, y)
+        for src in (pageable, block):
+            with pytest.raises(tg.RuntimeStateError, match="is capturing a graph"):
+                rt.upload(src, y)
+    pageable.extend(b"\x06")                # no export left: resizable
+    block.close()
+    del block, src   # without counted views (ctypes before 3.12), the end of the object
+    gc.collect()
+    assert rt.host_stats().blocks_in_use == in_use - 1
+    g.launch()
+    assert _read(rt, y) == b"\x02" * N
+    g.close()
+    x.free()
+    y.free()
