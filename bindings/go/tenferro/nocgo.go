@@ -138,3 +138,7 @@ func downloadAsync(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) error {
 func uploadAsync(unsafe.Pointer, unsafe.Pointer, DevicePtr, uintptr) error {
 	return load("tf_upload_async")
 }
+func memoryStats(unsafe.Pointer) (MemoryStats, error) { return MemoryStats{}, load("tf_memory_stats") }
+func memoryResetPeak(unsafe.Pointer) error            { return load("tf_memory_reset_peak") }
+func memoryTrim(unsafe.Pointer, uint64) error         { return load("tf_memory_trim") }
+func memoryRecordUse(unsafe.Pointer, DevicePtr) error { return load("tf_memory_record_use") }

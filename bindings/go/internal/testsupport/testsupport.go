@@ -66,6 +66,7 @@ static int ts_int_of_int(void *fn, int v) { return ((int (*)(int))fn)(v); }
 static void *ts_ptr_of_int(void *fn, int v) { return ((void *(*)(int))fn)(v); }
 static void ts_void_of_ptr(void *fn, void *p) { ((void (*)(void *))fn)(p); }
 static void ts_void_of_int(void *fn, int v) { ((void (*)(int))fn)(v); }
+static void ts_void_of_3int(void *fn, int a, int b, int c) { ((void (*)(int, int, int))fn)(a, b, c); }
 static int ts_device_rw(void *fn, uint64_t dptr, void *host, size_t n) {
     return ((int (*)(uint64_t, void *, size_t))fn)(dptr, host, n);
 }
@@ -337,6 +338,15 @@ const (
 	ExecDeferred   = 1
 	ExecBackground = 2
 )
+
+// CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, for SetAttribute.
+const AttributeMemoryPoolsSupported = 115
+
+// SetAttribute makes cuDeviceGetAttribute answer value for attribute on
+// device (-1: every device) (tfd_set_attribute); Reset forgets it.
+func (d *Double) SetAttribute(device, attribute, value int) {
+	C.ts_void_of_3int(d.call("tfd_set_attribute"), C.int(device), C.int(attribute), C.int(value))
+}
 
 // SetExecution switches the double's execution mode (tfd_set_execution);
 // Reset restores ExecDeferred.
