@@ -79,6 +79,11 @@ func runOldLibraryChild() int {
 	report("ResetPeakMemoryStats", rt.ResetPeakMemoryStats())
 	report("TrimMemory", rt.TrimMemory(0))
 	report("RecordUse", rt.RecordUse(0x1000))
+	if s, err := rt.NewStream(0); err == nil {
+		_, err = s.Capture(func() error { panic("the function of a capture on a 1.0 library") })
+		report("Capture", err)
+		s.Close()
+	}
 	prog, err := rt.Compile("extern \"C\" __global__ void k() {}", nil)
 	if err == nil {
 		_, err = prog.Clone()

@@ -92,6 +92,7 @@ func TestOlderLibraryRefusesOnlyTheNewCalls(t *testing.T) {
 		"ResetPeakMemoryStats": {"tf_memory_reset_peak", "1.2"},
 		"TrimMemory":           {"tf_memory_trim", "1.2"},
 		"RecordUse":            {"tf_memory_record_use", "1.2"},
+		"Capture":              {"tf_graph_capture_begin", "1.2"},
 	} {
 		want := "true true " + fn[0] + "|" + fn[0] + ": the loaded libtenferro_gpu (1.0.0, "
 		got := field(t, out, call)

@@ -262,6 +262,8 @@ const (
 	CublasHandles  = 5
 	NvrtcPrograms  = 6
 	NonPrimaryCtxs = 7
+	Graphs         = 8 // CUgraph: cuStreamEndCapture
+	GraphExecs     = 9 // CUgraphExec: cuGraphInstantiateWithFlags
 )
 
 // CUresult and cublasStatus_t values the tests inject.
@@ -362,6 +364,12 @@ func (d *Double) SetBackgroundDelay(microseconds uint64) {
 // ops queued ops (tfd_set_query_progress); Reset restores 0.
 func (d *Double) SetQueryProgress(ops uint64) {
 	C.ts_void_of_ulong(d.call("tfd_set_query_progress"), C.ulong(ops))
+}
+
+// CaptureNodes counts the nodes the open capture of stream holds, 0 when
+// it captures nothing (tfd_capture_nodes).
+func (d *Double) CaptureNodes(stream unsafe.Pointer) uint64 {
+	return uint64(C.ts_ulong_of_ptr(d.call("tfd_capture_nodes"), stream))
 }
 
 // Pending counts the ops queued on stream and not run yet (tfd_pending).
