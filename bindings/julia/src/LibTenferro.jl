@@ -193,6 +193,8 @@ mutable struct tf_event end
 mutable struct tf_module end
 "Opaque NVRTC program; only ever used as `Ptr{tf_program}`."
 mutable struct tf_program end
+"Opaque executable graph (1.2); only ever used as `Ptr{tf_graph}`."
+mutable struct tf_graph end
 
 # ---- version ------------------------------------------------------------------
 
@@ -413,6 +415,22 @@ tf_memory_trim(rt, keep_bytes) =
     ccall((:tf_memory_trim, libtenferro), Int32, (Ptr{tf_runtime}, UInt64), rt, keep_bytes)
 tf_memory_record_use(rt, ptr) =
     ccall((:tf_memory_record_use, libtenferro), Int32, (Ptr{tf_runtime}, UInt64), rt, ptr)
+
+# ==== 1.2: graph capture ====
+#
+# As above: TenferroGPU checks for them first (_need_function).
+
+tf_graph_capture_begin(rt) = ccall((:tf_graph_capture_begin, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_graph_capture_end(rt, out) =
+    ccall((:tf_graph_capture_end, libtenferro), Int32, (Ptr{tf_runtime}, Ref{Ptr{tf_graph}}), rt, out)
+tf_graph_capture_update(rt, graph, out_updated_in_place) =
+    ccall((:tf_graph_capture_update, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_graph}, Ref{Int32}),
+          rt, graph, out_updated_in_place)
+tf_graph_capture_abort(rt) = ccall((:tf_graph_capture_abort, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_graph_launch(rt, graph) =
+    ccall((:tf_graph_launch, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_graph}), rt, graph)
+tf_graph_retain(graph) = ccall((:tf_graph_retain, libtenferro), Int32, (Ptr{tf_graph},), graph)
+tf_graph_release(graph) = ccall((:tf_graph_release, libtenferro), Int32, (Ptr{tf_graph},), graph)
 
 # ==== The blocking functions again, for waits that let the GC run ====
 #

@@ -29,7 +29,9 @@ memory pool (`memory_stats`, `reset_peak_memory_stats`, `trim_memory`,
 host memory and asynchronous copies (`host_alloc`, `host_register`,
 `download_async!`, `upload_async!`; new in 1.1), events and
 `slot_wait`, deferred release (`retire`), modules, kernels and NVRTC
-(`KernelModule`, `KernelFunction`, `launch_kernel`, `compile`).  With
+(`KernelModule`, `KernelFunction`, `launch_kernel`, `compile`), graph
+capture (`capture_graph`, `update_graph!`, `launch_graph`, `KernelGraph`;
+new in 1.2).  With
 CUDA.jl loaded, the extension TenferroGPUCUDAExt gives `CuStream` and
 `CuArray` views of a `Stream` and a `DeviceBuffer`.
 
@@ -59,6 +61,7 @@ export alloc, free, upload!, download!, download_scalar, device_copy!, peer_copy
 export host_alloc, record_use, Registration, host_register, unregister, download_async!,
        upload_async!, HostPoolStats, host_stats, host_trim
 export MemoryStats, memory_stats, reset_peak_memory_stats, trim_memory
+export KernelGraph, capture_graph, update_graph!, launch_graph
 
 "Environment variable naming the library file to load instead of the SONAME."
 const LIBRARY_ENV = "TENFERRO_GPU_LIBRARY"
@@ -79,6 +82,7 @@ include("host.jl")
 include("cublas.jl")
 include("events.jl")
 include("kernels.jl")
+include("graphs.jl")
 include("deprecated.jl")
 
 function __init__()
