@@ -95,10 +95,18 @@ func (s *Stream) capture(fn func() error, endOp string, end func(p unsafe.Pointe
 	if err := s.streamRuntime().do("tf_graph_capture_begin", graphCaptureBegin); err != nil {
 		return err
 	}
+	unmark := s.markCapture()
+	abort := func() error {
+		err := s.abortCapture()
+		if err == nil {
+			unmark()
+		}
+		return err
+	}
 	returned := false
 	defer func() { // fn panicked or called runtime.Goexit: the panic goes on after the abort
 		if !returned {
-			s.abortCapture()
+			abort()
 		}
 	}()
 	err := fn()
@@ -107,8 +115,9 @@ func (s *Stream) capture(fn func() error, endOp string, end func(p unsafe.Pointe
 	}
 	returned = true
 	if err != nil {
-		return withAbort(err, s.abortCapture())
+		return withAbort(err, abort())
 	}
+	unmark()
 	return nil
 }
 

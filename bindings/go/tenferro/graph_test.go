@@ -4,6 +4,7 @@
 package tenferro_test
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"strings"
@@ -116,6 +117,26 @@ func TestCallsThatWaitAreRefusedInsideACaptureWhichGoesOn(t *testing.T) {
 		refused(t, scratch.Upload([]float32{1, 2}), "tf_upload")
 		refused(t, g.s.PollRetirements(), "tf_workspace_poll")
 		refused(t, earlier.Launch(g.s), "tf_graph_launch")
+		// The context variants refuse before they record their event,
+		// which would go into the graph.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		nodes := func() uint64 { return 0 }
+		if double != nil {
+			h, err := g.s.Handle()
+			must(t, err)
+			nodes = func() uint64 { return double.CaptureNodes(h) }
+		}
+		captured := nodes()
+		refused(t, g.s.SyncContext(ctx), "tf_runtime_sync")
+		refused(t, g.out.DownloadContext(ctx, make([]float32, 4)), "tf_download")
+		_, err = tenferro.DownloadScalarContext[float32](ctx, g.s, g.out.Ptr())
+		refused(t, err, "tf_download_scalar")
+		deviceMovesOn()
+		must(t, other.SyncContext(ctx)) // another slot waits as usual
+		if n := nodes(); n != captured {
+			t.Errorf("the context variants added %d nodes to the capture", n-captured)
+		}
 		_, err = g.s.Alloc(64)
 		refused(t, err, "tf_alloc")
 		_, err = g.s.Capture(func() error { panic("a second capture of the slot never begins") })
