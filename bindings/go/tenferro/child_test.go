@@ -42,8 +42,8 @@ func runChild(role string) int {
 	return 0
 }
 
-// runOldLibraryChild runs against a library that lacks the 1.1 functions
-// (oldlib_test.go builds one): the runtime works, and each 1.1 call
+// runOldLibraryChild runs against a library that lacks the 1.1 and 1.2
+// functions (oldlib_test.go builds one): the runtime works, and each such call
 // prints "name: <ErrLibraryTooOld> <status> <op>|<message>".
 func runOldLibraryChild() int {
 	fmt.Printf("version: %d\n", tenferro.Version())
@@ -74,6 +74,16 @@ func runOldLibraryChild() int {
 	report("DownloadAsync", err)
 	_, err = tenferro.UploadAsync(rt, 0, mem)
 	report("UploadAsync", err)
+	_, err = rt.MemoryStats()
+	report("MemoryStats", err)
+	report("ResetPeakMemoryStats", rt.ResetPeakMemoryStats())
+	report("TrimMemory", rt.TrimMemory(0))
+	report("RecordUse", rt.RecordUse(0x1000))
+	if s, err := rt.NewStream(0); err == nil {
+		_, err = s.Capture(func() error { panic("the function of a capture on a 1.0 library") })
+		report("Capture", err)
+		s.Close()
+	}
 	prog, err := rt.Compile("extern \"C\" __global__ void k() {}", nil)
 	if err == nil {
 		_, err = prog.Clone()

@@ -15,8 +15,11 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 			t.Errorf("%s is %d, the header says %d", name, v[0], v[1])
 		}
 	}
-	if len(headerLimits) != 12 {
+	if len(headerLimits) != 13 {
 		t.Fatalf("%d constants compared", len(headerLimits))
+	}
+	if DefaultMemoryReleaseThreshold != headerReleaseThreshold {
+		t.Errorf("DefaultMemoryReleaseThreshold is %d, the header says %d", DefaultMemoryReleaseThreshold, headerReleaseThreshold)
 	}
 }
 

@@ -67,4 +67,9 @@ var headerLimits = map[string][2]int64{
 	"defaultCublasWorkspaceBytes": {defaultCublasWorkspaceBytes, C.TF_DEFAULT_CUBLAS_WORKSPACE_BYTES},
 	"defaultRetirementCapacity":   {defaultRetirementCapacity, C.TF_DEFAULT_RETIREMENT_CAPACITY},
 	"nocgoHeaderVersion":          {nocgoHeaderVersion, C.TF_VERSION_NUMBER},
+	"MinMemoryReservedLimit":      {MinMemoryReservedLimit, C.TF_MIN_MEMORY_RESERVED_LIMIT},
 }
+
+// headerReleaseThreshold is the header's TF_DEFAULT_MEMORY_RELEASE_THRESHOLD
+// (a uint64, beyond headerLimits' int64).
+const headerReleaseThreshold uint64 = C.TF_DEFAULT_MEMORY_RELEASE_THRESHOLD

@@ -22,6 +22,7 @@ var (
 	_ io.Closer = (*tenferro.Runtime)(nil)
 	_ io.Closer = (*tenferro.Stream)(nil)
 	_ io.Closer = (*tenferro.Event)(nil)
+	_ io.Closer = (*tenferro.Graph)(nil)
 )
 
 // Closing through io.Closer gives everything back, and a second Close of

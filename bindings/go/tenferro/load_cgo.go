@@ -151,6 +151,9 @@ func libraryDefaultOptions() (Options, bool) {
 		RetirementCapacity:   int(o.retirement_capacity),
 		DownloadThreads:      int(o.download_threads),
 		DownloadChunkBytes:   int(o.download_chunk_bytes),
+		// The 1.2 fields; an older library leaves them 0.
+		MemoryReleaseThreshold: uint64(o.memory_release_threshold),
+		MemoryReservedLimit:    uint64(o.memory_reserved_limit),
 	}, true
 }
 
@@ -172,6 +175,7 @@ func runtimeNew(ordinal int32, v *optionValues) (unsafe.Pointer, error) {
 	c.stream_slots, c.retirement_capacity = C.uint32_t(v.slots), C.uint32_t(v.retirement)
 	c.download_threads, c.download_chunk_bytes = C.uint32_t(v.threads), C.uint32_t(v.chunk)
 	c.cublas_workspace_bytes = C.uint64_t(v.workspace)
+	c.memory_release_threshold, c.memory_reserved_limit = C.uint64_t(v.releaseThreshold), C.uint64_t(v.reservedLimit)
 	err := takeError(C.go_tf_runtime_new_with_options(C.int32_t(ordinal), &c, &ptr))
 	return unsafe.Pointer(ptr), err
 }

@@ -160,22 +160,30 @@ func (c LaunchConfig) withOnes() LaunchConfig {
 // calls.  args are the kernel's parameters in order, each a Go value of
 // the parameter's C type: DevicePtr for a pointer, uint32 for an unsigned,
 // float32 for a float, or a struct or array of such (anything without Go
-// pointers; int and uint are refused, their size is not C's int).  It
-// takes no slot lock, so it may be called from StreamEnqueue and
-// CublasEnqueue callbacks.
+// pointers; int and uint are refused, their size is not C's int).  A
+// *Buffer[T] is passed as its Ptr; once the kernel is queued, Launch
+// records the use of each Buffer made through another Queue than r
+// (RecordUse), so that its Free waits for the kernel on the device (an
+// error of that record comes back with the kernel queued).  It takes no
+// slot lock, so it may be called from StreamEnqueue and CublasEnqueue
+// callbacks.
 func (r *Runtime) Launch(f *Function, config LaunchConfig, args ...interface{}) error {
 	const op = "tf_kernel_launch"
 	if f == nil {
 		return bindingError(StatusInvalidArgument, op, "the Function is nil")
 	}
-	params, err := kernelParams(op, args)
+	params, operands, err := kernelParams(op, args)
 	if err != nil {
 		return err
 	}
 	cfg := config.withOnes()
-	return useBoth(op, r.handle(), f.module.handle(), func(p, _ unsafe.Pointer) error {
+	err = useBoth(op, r.handle(), f.module.handle(), func(p, _ unsafe.Pointer) error {
 		return kernelLaunch(p, f.ptr, &cfg, params)
 	})
+	if err != nil {
+		return err
+	}
+	return r.recordUses(operands)
 }
 
 // paramLayout is where each kernel argument goes in one block of bytes
@@ -188,12 +196,19 @@ type paramLayout struct {
 	size    uintptr
 }
 
-func kernelParams(op string, args []interface{}) (paramLayout, error) {
+// kernelParams lays out args, each Buffer as its address, and returns the
+// Buffers among them.
+func kernelParams(op string, args []interface{}) (paramLayout, []deviceOperand, error) {
 	l := paramLayout{values: make([]reflect.Value, len(args)), offsets: make([]uintptr, len(args))}
+	var operands []deviceOperand
 	for i, a := range args {
+		if o, ok := a.(deviceOperand); ok && !reflect.ValueOf(a).IsNil() {
+			operands = append(operands, o)
+			a, _ = o.operand()
+		}
 		v := reflect.ValueOf(a)
 		if !v.IsValid() || !plainData(v.Type()) {
-			return paramLayout{}, bindingError(StatusInvalidArgument, op,
+			return paramLayout{}, nil, bindingError(StatusInvalidArgument, op,
 				"kernel argument %d (%T) is not a fixed-size value without Go pointers", i, a)
 		}
 		align := uintptr(v.Type().Align())
@@ -201,7 +216,7 @@ func kernelParams(op string, args []interface{}) (paramLayout, error) {
 		l.offsets[i], l.values[i] = l.size, v
 		l.size += v.Type().Size()
 	}
-	return l, nil
+	return l, operands, nil
 }
 
 // copyTo writes the values into block (l.size bytes) and the address of

@@ -138,3 +138,18 @@ func downloadAsync(unsafe.Pointer, DevicePtr, unsafe.Pointer, uintptr) error {
 func uploadAsync(unsafe.Pointer, unsafe.Pointer, DevicePtr, uintptr) error {
 	return load("tf_upload_async")
 }
+func memoryStats(unsafe.Pointer) (MemoryStats, error) { return MemoryStats{}, load("tf_memory_stats") }
+func memoryResetPeak(unsafe.Pointer) error            { return load("tf_memory_reset_peak") }
+func memoryTrim(unsafe.Pointer, uint64) error         { return load("tf_memory_trim") }
+func memoryRecordUse(unsafe.Pointer, DevicePtr) error { return load("tf_memory_record_use") }
+func graphCaptureBegin(unsafe.Pointer) error          { return load("tf_graph_capture_begin") }
+func graphCaptureEnd(unsafe.Pointer) (unsafe.Pointer, error) {
+	return nil, load("tf_graph_capture_end")
+}
+func graphCaptureUpdate(unsafe.Pointer, unsafe.Pointer) (bool, error) {
+	return false, load("tf_graph_capture_update")
+}
+func graphCaptureAbort(unsafe.Pointer) error           { return load("tf_graph_capture_abort") }
+func graphLaunch(unsafe.Pointer, unsafe.Pointer) error { return load("tf_graph_launch") }
+func graphRetain(unsafe.Pointer) error                 { return load("tf_graph_retain") }
+func graphRelease(unsafe.Pointer) error                { return load("tf_graph_release") }

@@ -15,7 +15,7 @@ import (
 
 // fakeLibrary builds a libtenferro_gpu.so.1 of version 1.0.0 that exports
 // the functions shim.h requires except those in omit, and none of its
-// optional (1.1) ones: a runtime is a dummy object, every other function
+// optional (1.1, 1.2) ones: a runtime is a dummy object, every other function
 // succeeds without doing anything.  It skips without the sources or a C
 // compiler (a GPU machine that runs the test binary alone).
 func fakeLibrary(t *testing.T, omit ...string) string {
@@ -71,8 +71,8 @@ func fakeLibrary(t *testing.T, omit ...string) string {
 	return lib
 }
 
-// A program built with the 1.1 header runs on a 1.0 library: the runtime
-// works, and each call that needs a 1.1 function returns an error that
+// A program built with the 1.2 header runs on a 1.0 library: the runtime
+// works, and each call that needs a 1.1 or 1.2 function returns an error that
 // names it, says the library is too old, has StatusNotSupported and
 // unwraps to ErrLibraryTooOld.
 func TestOlderLibraryRefusesOnlyTheNewCalls(t *testing.T) {
@@ -80,19 +80,24 @@ func TestOlderLibraryRefusesOnlyTheNewCalls(t *testing.T) {
 	if field(t, out, "version") != "10000" || field(t, out, "runtime error") != "<nil>" {
 		t.Fatalf("the 1.0 library was not used:\n%s", out)
 	}
-	for call, fn := range map[string]string{
-		"HostAlloc":     "tf_host_alloc",
-		"HostRegister":  "tf_host_register",
-		"HostStats":     "tf_host_pool_stats_init",
-		"HostTrim":      "tf_host_trim",
-		"DownloadAsync": "tf_download_async",
-		"UploadAsync":   "tf_upload_async",
-		"ProgramClone":  "tf_program_retain",
+	for call, fn := range map[string][2]string{
+		"HostAlloc":            {"tf_host_alloc", "1.1"},
+		"HostRegister":         {"tf_host_register", "1.1"},
+		"HostStats":            {"tf_host_pool_stats_init", "1.1"},
+		"HostTrim":             {"tf_host_trim", "1.1"},
+		"DownloadAsync":        {"tf_download_async", "1.1"},
+		"UploadAsync":          {"tf_upload_async", "1.1"},
+		"ProgramClone":         {"tf_program_retain", "1.1"},
+		"MemoryStats":          {"tf_memory_pool_stats_init", "1.2"},
+		"ResetPeakMemoryStats": {"tf_memory_reset_peak", "1.2"},
+		"TrimMemory":           {"tf_memory_trim", "1.2"},
+		"RecordUse":            {"tf_memory_record_use", "1.2"},
+		"Capture":              {"tf_graph_capture_begin", "1.2"},
 	} {
-		want := "true true " + fn + "|" + fn + ": the loaded libtenferro_gpu (1.0.0, "
+		want := "true true " + fn[0] + "|" + fn[0] + ": the loaded libtenferro_gpu (1.0.0, "
 		got := field(t, out, call)
-		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "is too old: "+fn+" is new in 1.1") {
-			t.Errorf("%s on a 1.0 library: %q, want %q... too old: %s is new in 1.1", call, got, want, fn)
+		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "is too old: "+fn[0]+" is new in "+fn[1]) {
+			t.Errorf("%s on a 1.0 library: %q, want %q... too old: %s is new in %s", call, got, want, fn[0], fn[1])
 		}
 	}
 	// Closing a program falls back to the 1.0 tf_program_release.

@@ -37,6 +37,20 @@ type Options struct {
 	// multiple of 4096 in MinDownloadChunkBytes .. MaxDownloadChunkBytes; 0
 	// picks DefaultDownloadChunkBytes.
 	DownloadChunkBytes int
+	// Unused device memory, in bytes, the device's memory pool keeps when
+	// a synchronizing call finds it holding more; 0 picks
+	// DefaultMemoryReleaseThreshold, which keeps all until TrimMemory or an
+	// out-of-memory retry; 1 keeps none.  The pool is the device's: a
+	// nonzero value must equal that of the pool a live runtime of the
+	// device made (else StatusInvalidArgument).  Needs a 1.2 library.
+	MemoryReleaseThreshold uint64
+	// Most device memory, in bytes, the device's pool may hold from the
+	// driver; an allocation that needs more is retried once the pool gave
+	// its cached memory back, then fails with StatusOutOfMemory.  0: no
+	// limit; otherwise at least MinMemoryReservedLimit and, as above, that
+	// of the device's pool.  Needs a driver of CUDA 12.2 or later
+	// (StatusNotSupported) and a 1.2 library.
+	MemoryReservedLimit uint64
 }
 
 // Limits and defaults of Options, from the header this package was written
@@ -49,6 +63,11 @@ const (
 	DefaultDownloadChunkBytes = 8 << 20
 	MinDownloadChunkBytes     = 64 << 10
 	MaxDownloadChunkBytes     = 256 << 20
+	MinMemoryReservedLimit    = 2 << 20 // the driver's granularity on current GPUs
+
+	// DefaultMemoryReleaseThreshold is what MemoryReleaseThreshold 0
+	// selects: the pool keeps all unused memory.
+	DefaultMemoryReleaseThreshold uint64 = 1<<64 - 1
 
 	defaultStreamSlots          = 8
 	defaultCublasWorkspaceBytes = 32 << 20
@@ -70,8 +89,8 @@ func DefaultOptions() Options {
 
 // optionValues are Options checked to fit tf_runtime_options' fields.
 type optionValues struct {
-	slots, retirement, threads, chunk uint32
-	workspace                         uint64
+	slots, retirement, threads, chunk          uint32
+	workspace, releaseThreshold, reservedLimit uint64
 }
 
 // check converts the fields for the C struct.  The library reads no more
@@ -94,6 +113,7 @@ func (o Options) check(op string) (v optionValues, err error) {
 		}
 	}
 	v.workspace = o.CublasWorkspaceBytes
+	v.releaseThreshold, v.reservedLimit = o.MemoryReleaseThreshold, o.MemoryReservedLimit
 	return v, nil
 }
 

@@ -179,7 +179,25 @@
     OF("1.1", tf_download_async, (tf_runtime *rt, uint64_t src, void *dst, size_t len), \
        (rt, src, dst, len))                                                       \
     OF("1.1", tf_upload_async, (tf_runtime *rt, const void *src, uint64_t dst, size_t len), \
-       (rt, src, dst, len))
+       (rt, src, dst, len))                                                       \
+    /* 1.2: the device memory pool */                                             \
+    OV("1.2", tf_memory_pool_stats_init, (tf_memory_pool_stats *s, size_t size),  \
+       (s, size))                                                                 \
+    OF("1.2", tf_memory_stats, (const tf_runtime *rt, tf_memory_pool_stats *out), \
+       (rt, out))                                                                 \
+    OF("1.2", tf_memory_reset_peak, (tf_runtime *rt), (rt))                       \
+    OF("1.2", tf_memory_trim, (tf_runtime *rt, uint64_t keep_bytes), (rt, keep_bytes)) \
+    OF("1.2", tf_memory_record_use, (tf_runtime *rt, uint64_t ptr), (rt, ptr))       \
+    /* 1.2: graph capture */                                                      \
+    OF("1.2", tf_graph_capture_begin, (tf_runtime *rt), (rt))                     \
+    OF("1.2", tf_graph_capture_end, (tf_runtime *rt, tf_graph **out), (rt, out))  \
+    OF("1.2", tf_graph_capture_update,                                            \
+       (tf_runtime *rt, tf_graph *graph, int32_t *out_updated_in_place),          \
+       (rt, graph, out_updated_in_place))                                         \
+    OF("1.2", tf_graph_capture_abort, (tf_runtime *rt), (rt))                     \
+    OF("1.2", tf_graph_launch, (tf_runtime *rt, tf_graph *graph), (rt, graph))    \
+    OF("1.2", tf_graph_retain, (tf_graph *graph), (graph))                        \
+    OF("1.2", tf_graph_release, (tf_graph *graph), (graph))
 
 #define TFGO_DECLARE_F(fn, params, args) tf_error_info *go_##fn params;
 #define TFGO_DECLARE_R(type, fn, params, args) type go_##fn params;

@@ -135,6 +135,9 @@ func (e *Event) SynchronizeContext(ctx context.Context) error {
 // awaitQueued waits, until ctx is done, for the work queued so far on r's
 // current slot: an event recorded there completes after it.
 func (r *Runtime) awaitQueued(ctx context.Context, op, detail string) error {
+	if err := r.refuseWhileCapturing(op); err != nil {
+		return err
+	}
 	e, err := r.NewEvent()
 	if err != nil {
 		return err
@@ -157,7 +160,8 @@ func (r *Runtime) awaitQueued(ctx context.Context, op, detail string) error {
 // passed (PollRetirements).  When ctx is done first it returns a
 // *PendingWorkError, and the work goes on.  Its errors come from the calls
 // it makes: tf_event_new, tf_event_record, tf_event_query (a device fault
-// shows there), tf_workspace_poll.
+// shows there), tf_workspace_poll; StatusRuntimeState while a Capture of
+// the slot is open, before it records anything into it.
 func (r *Runtime) SyncContext(ctx context.Context) error {
 	if ctx.Done() == nil {
 		return r.Sync()

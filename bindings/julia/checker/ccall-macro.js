@@ -19,7 +19,7 @@ const GC_SAFE_SINCE = [1, 12];
 // (the header's @threadsafety says so): Julia's garbage collector must be
 // able to run while a task waits in them, so each needs a gc_safe @ccall.
 const BLOCKING = ['tf_runtime_sync', 'tf_event_synchronize', 'tf_download', 'tf_download_scalar',
-  'tf_host_unregister'];
+  'tf_host_unregister', 'tf_memory_trim'];
 
 function where(file, node) {
   return `${file}:${node.startPosition.row + 1}:${node.startPosition.column + 1}`;

@@ -77,6 +77,8 @@ const TF_DEFAULT_DOWNLOAD_CHUNK_BYTES = 8388608
 const TF_MIN_DOWNLOAD_CHUNK_BYTES = 65536
 const TF_MAX_DOWNLOAD_CHUNK_BYTES = 268435456
 const TF_SCALAR_DOWNLOAD_MAX_BYTES = 16
+const TF_DEFAULT_MEMORY_RELEASE_THRESHOLD = 0xffffffffffffffff
+const TF_MIN_MEMORY_RESERVED_LIMIT = 2097152
 
 const TF_CUBLAS_POINTER_MODE_HOST = Int32(0)
 const TF_CUBLAS_POINTER_MODE_DEVICE = Int32(1)
@@ -146,7 +148,7 @@ struct tf_host_pool_stats
     pending_frees::UInt64
 end
 
-# 1.2 (its calls are bound in a later change)
+# 1.2
 struct tf_memory_pool_stats
     struct_size::UInt32
     cached::UInt32
@@ -191,6 +193,8 @@ mutable struct tf_event end
 mutable struct tf_module end
 "Opaque NVRTC program; only ever used as `Ptr{tf_program}`."
 mutable struct tf_program end
+"Opaque executable graph (1.2); only ever used as `Ptr{tf_graph}`."
+mutable struct tf_graph end
 
 # ---- version ------------------------------------------------------------------
 
@@ -397,10 +401,42 @@ tf_program_retain(program) =
 tf_program_release_checked(program) =
     ccall((:tf_program_release_checked, libtenferro), Int32, (Ptr{tf_program},), program)
 
+# ==== 1.2: the device memory pool ====
+#
+# As above: TenferroGPU checks for them first (_need_function, _has_function).
+
+tf_memory_pool_stats_init(stats) =
+    ccall((:tf_memory_pool_stats_init, libtenferro), Cvoid, (Ref{tf_memory_pool_stats}, Csize_t),
+          stats, sizeof(tf_memory_pool_stats))
+tf_memory_stats(rt, out) =
+    ccall((:tf_memory_stats, libtenferro), Int32, (Ptr{tf_runtime}, Ref{tf_memory_pool_stats}), rt, out)
+tf_memory_reset_peak(rt) = ccall((:tf_memory_reset_peak, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_memory_trim(rt, keep_bytes) =
+    ccall((:tf_memory_trim, libtenferro), Int32, (Ptr{tf_runtime}, UInt64), rt, keep_bytes)
+tf_memory_record_use(rt, ptr) =
+    ccall((:tf_memory_record_use, libtenferro), Int32, (Ptr{tf_runtime}, UInt64), rt, ptr)
+
+# ==== 1.2: graph capture ====
+#
+# As above: TenferroGPU checks for them first (_need_function).
+
+tf_graph_capture_begin(rt) = ccall((:tf_graph_capture_begin, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_graph_capture_end(rt, out) =
+    ccall((:tf_graph_capture_end, libtenferro), Int32, (Ptr{tf_runtime}, Ref{Ptr{tf_graph}}), rt, out)
+tf_graph_capture_update(rt, graph, out_updated_in_place) =
+    ccall((:tf_graph_capture_update, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_graph}, Ref{Int32}),
+          rt, graph, out_updated_in_place)
+tf_graph_capture_abort(rt) = ccall((:tf_graph_capture_abort, libtenferro), Int32, (Ptr{tf_runtime},), rt)
+tf_graph_launch(rt, graph) =
+    ccall((:tf_graph_launch, libtenferro), Int32, (Ptr{tf_runtime}, Ptr{tf_graph}), rt, graph)
+tf_graph_retain(graph) = ccall((:tf_graph_retain, libtenferro), Int32, (Ptr{tf_graph},), graph)
+tf_graph_release(graph) = ccall((:tf_graph_release, libtenferro), Int32, (Ptr{tf_graph},), graph)
+
 # ==== The blocking functions again, for waits that let the GC run ====
 #
-# tf_runtime_sync, tf_event_synchronize, tf_download, tf_download_scalar
-# and tf_host_unregister block the calling thread until the device is done.  Called with a plain
+# tf_runtime_sync, tf_event_synchronize, tf_download, tf_download_scalar,
+# tf_host_unregister and tf_memory_trim block the calling thread until the
+# device is done.  Called with a plain
 # ccall, the thread stays in Julia's GC-unsafe state meanwhile, so a
 # collection another thread starts waits for them.  @ccall's gc_safe
 # option (Julia 1.12) lets the collector run while they block; older Julia
@@ -422,6 +458,8 @@ tf_program_release_checked(program) =
                                                            len::Csize_t)::Int32
     tf_host_unregister_gc_safe(rt, ptr) =
         @ccall gc_safe=true libtenferro.tf_host_unregister(rt::Ptr{tf_runtime}, ptr::Ptr{Cvoid})::Int32
+    tf_memory_trim_gc_safe(rt, keep_bytes) =
+        @ccall gc_safe=true libtenferro.tf_memory_trim(rt::Ptr{tf_runtime}, keep_bytes::UInt64)::Int32
 end
 
 # ==== cuBLAS functions called through tf_cublas_symbol's addresses ====

@@ -23,11 +23,15 @@ downloads, [`sync_event`](@ref)) let the garbage collector run meanwhile
 Beyond the runtime: cuBLAS on the slot streams (`cublas_enqueue` with
 `sgemm!`/`dgemm!`, which call the library's own cuBLAS), work of any library
 (`stream_enqueue`), device memory and transfers of Julia arrays
-(`DeviceBuffer`, `upload!`, `download!`, `download_scalar`), page-locked
+(`DeviceBuffer`, `upload!`, `download!`, `download_scalar`), the device's
+memory pool (`memory_stats`, `reset_peak_memory_stats`, `trim_memory`,
+`record_use`; new in 1.2), page-locked
 host memory and asynchronous copies (`host_alloc`, `host_register`,
 `download_async!`, `upload_async!`; new in 1.1), events and
 `slot_wait`, deferred release (`retire`), modules, kernels and NVRTC
-(`KernelModule`, `KernelFunction`, `launch_kernel`, `compile`).  With
+(`KernelModule`, `KernelFunction`, `launch_kernel`, `compile`), graph
+capture (`capture_graph`, `update_graph!`, `launch_graph`, `KernelGraph`;
+new in 1.2).  With
 CUDA.jl loaded, the extension TenferroGPUCUDAExt gives `CuStream` and
 `CuArray` views of a `Stream` and a `DeviceBuffer`.
 
@@ -56,6 +60,8 @@ export alloc, free, upload!, download!, download_scalar, device_copy!, peer_copy
        peer_copy!
 export host_alloc, record_use, Registration, host_register, unregister, download_async!,
        upload_async!, HostPoolStats, host_stats, host_trim
+export MemoryStats, memory_stats, reset_peak_memory_stats, trim_memory
+export KernelGraph, capture_graph, update_graph!, launch_graph
 
 "Environment variable naming the library file to load instead of the SONAME."
 const LIBRARY_ENV = "TENFERRO_GPU_LIBRARY"
@@ -71,10 +77,12 @@ include("wait.jl")
 include("host_ranges.jl")
 include("failed_copy.jl")
 include("memory.jl")
+include("memory_pool.jl")
 include("host.jl")
 include("cublas.jl")
 include("events.jl")
 include("kernels.jl")
+include("graphs.jl")
 include("deprecated.jl")
 
 function __init__()

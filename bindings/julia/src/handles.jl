@@ -39,8 +39,8 @@ end
 """
     close(h)
 
-Release this reference of a `Runtime`, `Stream`, `Event`, `KernelModule`
-or `Program`.  Closing the last open `Runtime` of a runtime also closes the
+Release this reference of a `Runtime`, `Stream`, `Event`, `KernelModule`,
+`KernelGraph` or `Program`.  Closing the last open `Runtime` of a runtime also closes the
 task streams made for it ([`task_stream`](@ref)).  The last reference to a
 runtime tears it down on the calling thread: it waits for the runtime's
 streams, then frees what the runtime made; teardown problems go to the

@@ -357,23 +357,11 @@ end
 
 "The runtime's [`HostPoolStats`](@ref) (`tf_host_stats`)."
 function host_stats(x::RuntimeHandle)
-    op = "tf_host_stats"
-    _need_function(op)
-    _need_function("tf_host_pool_stats_init")
-    _with_ptr(x, op) do p
-        out = Ref{L.tf_host_pool_stats}()
-        L.tf_host_pool_stats_init(out)
-        check(L.tf_host_stats(p, out))
-        s = out[]
-        return HostPoolStats(s.bytes_in_use, s.bytes_cached, s.bytes_registered, s.blocks_in_use,
-                             s.blocks_cached, s.driver_allocations, s.pending_frees)
-    end
+    s = _read_stats(x, "tf_host_stats", L.tf_host_stats, "tf_host_pool_stats_init",
+                    L.tf_host_pool_stats_init, L.tf_host_pool_stats)
+    return HostPoolStats(s.bytes_in_use, s.bytes_cached, s.bytes_registered, s.blocks_in_use,
+                         s.blocks_cached, s.driver_allocations, s.pending_frees)
 end
 
 "Give every cached block that no stream still uses back to the driver (`tf_host_trim`)."
-function host_trim(x::RuntimeHandle)
-    op = "tf_host_trim"
-    _need_function(op)
-    _with_ptr(p -> check(L.tf_host_trim(p)), x, op)
-    return nothing
-end
+host_trim(x::RuntimeHandle) = _call_optional(L.tf_host_trim, x, "tf_host_trim")

@@ -95,19 +95,23 @@ meets show up in later calls.  `grid` and
 `block` are an integer or a tuple of up to 3; `args` are the kernel's
 parameters, each a bits value of the parameter's exact C type
 (`UInt32(n)` for an `unsigned`, a `DevicePtr` or `DeviceBuffer` for a
-pointer).  It takes no slot lock: allowed inside `stream_enqueue` and
-`cublas_enqueue` bodies.
+pointer).  Once the kernel is queued, each `DeviceBuffer` argument freed on
+another stream has its use recorded ([`record_use`](@ref)), so that its
+`free` waits for the kernel on the device (an error of that record is thrown
+with the kernel queued).  It takes no slot lock: allowed inside
+`stream_enqueue` and `cublas_enqueue` bodies.
 """
 function launch_kernel(rt::RuntimeHandle, f::KernelFunction, args...; grid=1, block=1, shmem=0)
     op = "tf_kernel_launch"
     config = _launch_config(op, grid, block, shmem)
     values = map(a -> Ref(_kernel_arg(a)), args)
     argv = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, r) for r in values]
-    _with_stream(rt, op) do _, p
+    _with_stream(rt, op) do s, p
         _with_ptr(f.mod, op) do _
             GC.@preserve values argv check(L.tf_kernel_launch(p, f.ptr, config,
                                                                isempty(argv) ? C_NULL : pointer(argv)))
         end
+        _record_operands(s, p, args)
     end
     return nothing
 end

@@ -47,6 +47,11 @@ const _OPTIONAL_FUNCTIONS = (
     "tf_host_pool_stats_init" => "1.1", "tf_host_stats" => "1.1", "tf_host_trim" => "1.1",
     "tf_download_async" => "1.1", "tf_upload_async" => "1.1",
     "tf_program_retain" => "1.1", "tf_program_release_checked" => "1.1",
+    "tf_memory_pool_stats_init" => "1.2", "tf_memory_stats" => "1.2", "tf_memory_reset_peak" => "1.2",
+    "tf_memory_trim" => "1.2", "tf_memory_record_use" => "1.2",
+    "tf_graph_capture_begin" => "1.2", "tf_graph_capture_end" => "1.2", "tf_graph_capture_update" => "1.2",
+    "tf_graph_capture_abort" => "1.2", "tf_graph_launch" => "1.2", "tf_graph_retain" => "1.2",
+    "tf_graph_release" => "1.2",
 )
 
 # Set by _find_library in __init__, read-only afterwards (tests may add

@@ -38,7 +38,8 @@ end
 
 Release memory `alloc` returned, in order on the stream (`tf_free`): work
 queued earlier on this stream may still use it; work on other streams that
-uses it must be finished first.  `DevicePtr(0)` is a no-op.
+uses it must be finished first, or recorded ([`record_use`](@ref)).
+`DevicePtr(0)` is a no-op.
 """
 free(x::RuntimeHandle, ptr::DevicePtr) = _with_stream((_, p) -> check(L.tf_free(p, ptr.addr)), x, "tf_free")
 
@@ -220,12 +221,22 @@ end
 Base.Vector(b::DeviceBuffer{T}) where {T} = download!(Vector{T}(undef, b.length), b)
 Base.collect(b::DeviceBuffer) = Vector(b)
 
-"Copy `src` into `dst` on the device (`tf_copy`, through `dst`'s runtime)."
+"""
+    copyto!(dst::DeviceBuffer, src::DeviceBuffer)
+
+Copy `src` into `dst` on the device (`tf_copy`, in order on `dst`'s
+stream).  When `src` is freed on another stream, its use is recorded
+([`record_use`](@ref)), so that its `free` waits for the copy.
+"""
 function Base.copyto!(dst::DeviceBuffer{T}, src::DeviceBuffer{T}) where {T}
     length(src) <= length(dst) ||
         throw(binding_error(L.TF_ERROR_INVALID_ARGUMENT, "tf_copy",
                             "$(length(src)) elements do not fit a buffer of $(length(dst))"))
-    device_copy!(dst.rt, dst.ptr, src.ptr, sizeof(src))
+    n = size_arg("tf_copy", "bytes", sizeof(src))
+    _with_stream(dst.rt, "tf_copy") do s, p
+        check(L.tf_copy(p, src.ptr.addr, dst.ptr.addr, n))
+        _record_operands(s, p, (src,))
+    end
     return dst
 end
 

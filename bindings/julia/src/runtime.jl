@@ -14,7 +14,8 @@ abstract type RuntimeHandle <: TenferroHandle end
 
 """
     Runtime(ordinal = 0; stream_slots, cublas_workspace_bytes, retirement_capacity,
-            download_threads, download_chunk_bytes)
+            download_threads, download_chunk_bytes, memory_release_threshold,
+            memory_reserved_limit)
     Runtime(f, ordinal = 0; options...)
 
 A reference to a tenferro-gpu runtime on device `ordinal` (`tf_runtime_new`,
@@ -28,6 +29,14 @@ returns.  Closing the last `Runtime` of a runtime also closes the task
 streams made for it.  A finalizer releases a Runtime that was never closed,
 but teardown waits for the runtime's streams, so prefer `close`, or the
 do-block form, which closes when `f(rt)` returns.
+
+`memory_release_threshold` (unused bytes the device's memory pool keeps at
+a synchronizing call; 0, the default, keeps all, 1 none) and
+`memory_reserved_limit` (most memory the pool may hold; 0 none, else at
+least `TF_MIN_MEMORY_RESERVED_LIMIT`, CUDA 12.2 or later) are the pool's,
+which the runtimes of a device share (1.2): a nonzero value other than that
+of the pool a live runtime of the device made throws
+`TF_ERROR_INVALID_ARGUMENT`, naming both.
 """
 mutable struct Runtime <: RuntimeHandle
     ptr::Ptr{L.tf_runtime} # never reassigned
@@ -69,7 +78,8 @@ end
 Runtime(f::Function, ordinal::Integer=0; options...) = _closing(f, Runtime(ordinal; options...))
 
 const _OPTION_FIELDS = (:stream_slots, :cublas_workspace_bytes, :retirement_capacity,
-                        :download_threads, :download_chunk_bytes)
+                        :download_threads, :download_chunk_bytes,
+                        :memory_release_threshold, :memory_reserved_limit)
 
 # The library's defaults with the options given; a value that does not fit
 # its field is refused before the call.

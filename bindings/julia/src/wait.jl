@@ -89,10 +89,13 @@ function _poll_event(e::Ptr{L.tf_event})
     end
 end
 
-# With :poll, outside a library callback: waits (yielding) until the work
-# queued on the stream before this call is done.  p is s's pointer, held.
+# With :poll, outside a library callback and while no capture of this
+# binding is open: waits (yielding) until the work queued on the stream
+# before this call is done.  p is s's pointer, held.  (The polling event's
+# record would go into a capture of the slot, as a node of its graph; the
+# blocking call instead refuses there, and elsewhere blocks.)
 function _poll_stream(s::Stream, p::Ptr{L.tf_runtime})
-    (_WAIT_MODE[] === :poll && !_in_callback()) || return nothing
+    (_WAIT_MODE[] === :poll && !_in_callback() && _OPEN_CAPTURES[] == 0) || return nothing
     e = _stream_event(s, p)
     e == C_NULL && return nothing # no event: the blocking call waits
     L.tf_event_record(p, e) == L.TF_OK || return nothing

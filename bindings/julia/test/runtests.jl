@@ -673,6 +673,8 @@ end
 
         include("streams.jl")
         include("host.jl")
+        include("memory_pool.jl")
+        include("graphs.jl")
         include("waiting.jl")
         include("backtraces.jl")
         include("cuda_ext.jl")

@@ -66,6 +66,7 @@ static int ts_int_of_int(void *fn, int v) { return ((int (*)(int))fn)(v); }
 static void *ts_ptr_of_int(void *fn, int v) { return ((void *(*)(int))fn)(v); }
 static void ts_void_of_ptr(void *fn, void *p) { ((void (*)(void *))fn)(p); }
 static void ts_void_of_int(void *fn, int v) { ((void (*)(int))fn)(v); }
+static void ts_void_of_3int(void *fn, int a, int b, int c) { ((void (*)(int, int, int))fn)(a, b, c); }
 static int ts_device_rw(void *fn, uint64_t dptr, void *host, size_t n) {
     return ((int (*)(uint64_t, void *, size_t))fn)(dptr, host, n);
 }
@@ -261,6 +262,8 @@ const (
 	CublasHandles  = 5
 	NvrtcPrograms  = 6
 	NonPrimaryCtxs = 7
+	Graphs         = 8 // CUgraph: cuStreamEndCapture
+	GraphExecs     = 9 // CUgraphExec: cuGraphInstantiateWithFlags
 )
 
 // CUresult and cublasStatus_t values the tests inject.
@@ -338,6 +341,15 @@ const (
 	ExecBackground = 2
 )
 
+// CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, for SetAttribute.
+const AttributeMemoryPoolsSupported = 115
+
+// SetAttribute makes cuDeviceGetAttribute answer value for attribute on
+// device (-1: every device) (tfd_set_attribute); Reset forgets it.
+func (d *Double) SetAttribute(device, attribute, value int) {
+	C.ts_void_of_3int(d.call("tfd_set_attribute"), C.int(device), C.int(attribute), C.int(value))
+}
+
 // SetExecution switches the double's execution mode (tfd_set_execution);
 // Reset restores ExecDeferred.
 func (d *Double) SetExecution(mode int) { C.ts_void_of_int(d.call("tfd_set_execution"), C.int(mode)) }
@@ -352,6 +364,12 @@ func (d *Double) SetBackgroundDelay(microseconds uint64) {
 // ops queued ops (tfd_set_query_progress); Reset restores 0.
 func (d *Double) SetQueryProgress(ops uint64) {
 	C.ts_void_of_ulong(d.call("tfd_set_query_progress"), C.ulong(ops))
+}
+
+// CaptureNodes counts the nodes the open capture of stream holds, 0 when
+// it captures nothing (tfd_capture_nodes).
+func (d *Double) CaptureNodes(stream unsafe.Pointer) uint64 {
+	return uint64(C.ts_ulong_of_ptr(d.call("tfd_capture_nodes"), stream))
 }
 
 // Pending counts the ops queued on stream and not run yet (tfd_pending).
