@@ -5,9 +5,11 @@
  * later work; on its own slot it costs no driver call; a graph without such
  * work adds nothing; a capture on its slot refuses the launch with nothing
  * queued; failures of the ordering's records and waits; launches from
- * enqueue callbacks.  The GEMMs are 2x2 SGEMMs (column-major) whose inputs
- * are other GEMMs' outputs, so the order they ran in shows in the floats,
- * on the double's stream model as on a GPU. */
+ * enqueue callbacks, and updates of the graph racing its launches.  The GEMMs are 2x2 SGEMMs
+ * (column-major) whose inputs are other GEMMs' outputs, so the order they ran in shows in the
+ * floats, on the double's stream model as on a GPU. */
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "support/raw_memory.h"
@@ -364,6 +366,61 @@ static void launches_from_callbacks(void **state) {
     teardown(&f);
 }
 
+struct launcher {
+    struct fixture *f;
+    int launched, refused;
+    char unexpected[TF_ERROR_MESSAGE_CAPACITY]; /* the first other failure */
+};
+
+/* Launches from slot 1; while slot 0 captures each is refused (its work
+ * cannot be ordered with a capture), any other failure is kept. */
+static void *launch_repeatedly(void *arg) {
+    struct launcher *l = arg;
+    int i;
+    for (i = 0; i < 200 && !l->unexpected[0]; ++i) {
+        tf_status st = tf_graph_launch(l->f->t, l->f->graph);
+        if (st == TF_OK)
+            ++l->launched;
+        else if (st == TF_ERROR_RUNTIME_STATE &&
+                 strstr(tf_last_error_message(), "which is capturing a graph now"))
+            ++l->refused;
+        else
+            snprintf(l->unexpected, sizeof l->unexpected, "%s", tf_last_error_message());
+    }
+    return NULL;
+}
+
+/* Launches from slot 1 while slot 0 updates the same graph from new
+ * captures and queues its own GEMMs: an update holds slot 0's lock, then
+ * the graph's; a launch takes them in the same order, so neither waits
+ * for the other forever.  Each launch succeeds, or is refused while slot 0
+ * captures. */
+static void launches_race_updates_of_the_graph(void **state) {
+    struct fixture f;
+    struct launcher l;
+    pthread_t th;
+    int i;
+    int32_t in_place = 0;
+    (void)state;
+    SETUP_OR_SKIP(&f);
+    memset(&l, 0, sizeof l);
+    l.f = &f;
+    assert_int_equal(pthread_create(&th, NULL, launch_repeatedly, &l), 0);
+    for (i = 0; i < 50; ++i) {
+        enqueue(f.s, &f.before);
+        assert_ok(tf_graph_capture_begin(f.s));
+        enqueue(f.s, &f.captured);
+        assert_ok(tf_graph_capture_update(f.s, f.graph, &in_place));
+    }
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_string_equal(l.unexpected, "");
+    assert_int_equal(l.launched + l.refused, 200);
+    assert_ok(tf_runtime_sync(f.t));
+    assert_ok(tf_runtime_sync(f.s));
+    round_trip(&f, f.t, f.t, f.s);
+    teardown(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         TF_TEST(cross_slot_launch_is_ordered_both_ways),
@@ -372,6 +429,7 @@ int main(void) {
         TF_TEST(launch_while_its_slot_captures_is_refused),
         TF_TEST(failures_of_the_ordering),
         TF_TEST(launches_from_callbacks),
+        TF_TEST(launches_race_updates_of_the_graph),
     };
     return cmocka_run_group_tests_name("graph_workspace", tests, NULL, NULL);
 }
