@@ -2152,16 +2152,32 @@ TF_NODISCARD TF_API tf_status tf_graph_capture_abort(tf_runtime *rt);
  * tf_download_async() does, and first marks the work of the slots its
  * capture waited for (tf_slot_wait()) queued before this call.  A launch is
  * queued work for tf_download_scalar(), tf_runtime_sync() and retirements.
+ * A graph whose capture ran tf_cublas_enqueue() or tf_cublaslt_enqueue()
+ * uses the capturing slot's handles and workspace at every launch: the
+ * launch holds that slot's lock, as those calls do, and from another slot
+ * it also runs after the work queued on the capturing slot before it, and
+ * the capturing slot's later work runs after it (two event records and two
+ * stream waits; docs/graphs.md).
  * @param[in] rt    a handle of the graph's runtime (any slot).
  * @param[in] graph the graph.
  * @return TF_OK; TF_ERROR_INVALID_ARGUMENT (also: another runtime's graph;
  *         page-locked memory it copies was freed or unregistered since the
  *         capture); TF_ERROR_INVALID_HANDLE; TF_ERROR_RUNTIME_STATE (also:
- *         the slot captures a graph, or a slot the graph waits for does);
- *         the device statuses.
- * @threadsafety Any thread, also inside enqueue callbacks; launches and
- *         updates of one graph take turns.
- * @failure Nothing was queued.
+ *         the slot captures a graph, or a slot the graph waits for does;
+ *         the graph has cuBLAS work, is launched from another slot and its
+ *         capturing slot captures now; the graph has cuBLAS work and the
+ *         call runs inside an enqueue callback of another slot than its
+ *         capturing slot); the device statuses.
+ * @threadsafety Any thread, also inside enqueue callbacks (of the
+ *         capturing slot, for a graph with cuBLAS work); launches and
+ *         updates of one graph take turns; a launch of a graph with cuBLAS
+ *         work waits for the capturing slot's enqueue calls in progress.
+ * @failure Nothing was queued, but a wait for the capturing slot's earlier
+ *         work when cuGraphLaunch failed after it, which only delays the
+ *         calling slot.  When the capturing slot's wait for a launch from
+ *         another slot cannot be queued the call waits for the launch
+ *         instead and succeeds; only if that wait fails too (the message
+ *         says the graph is queued) did the launch stay queued unordered.
  * @since 1.2
  */
 TF_NODISCARD TF_API tf_status tf_graph_launch(tf_runtime *rt, tf_graph *graph);

@@ -5,6 +5,7 @@
 #include "driver/vendor_symbol.h"
 #include "driver/cublas_library.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "runtime/slot_cublas.h"
 #include "util/callback.h"
 
@@ -45,6 +46,7 @@ TF_API tf_status tf_cublas_enqueue(tf_runtime *rt, int32_t pointer_mode,
         const tf::CublasApi *cublas = nullptr;
         tf::SlotCublas &c = frame.resources().cublas;
         if ((st = slot_handle(state, frame.stream(), &c, &cublas)) != TF_OK) return st;
+        tf::note_workspace_use(frame);  // a graph's launches order their use of it
         cublasStatus_t set =
             cublas->set_pointer_mode(c.handle, static_cast<cublasPointerMode_t>(pointer_mode));
         if (set != CUBLAS_STATUS_SUCCESS)

@@ -4,6 +4,7 @@
 #include "driver/vendor_symbol.h"
 #include "driver/cublaslt_library.h"
 #include "runtime/call_frame.h"
+#include "runtime/graph_capture.h"
 #include "runtime/slot_cublaslt.h"
 #include "util/callback.h"
 
@@ -28,6 +29,7 @@ TF_API tf_status tf_cublaslt_enqueue(tf_runtime *rt,
             (st = tf::create_slot_cublaslt(state.api(), *lt, state.options().cublas_workspace_bytes,
                                            &c)) != TF_OK)
             return st;
+        tf::note_workspace_use(frame);  // a graph's launches order their use of it
         int32_t rc = 0;
         st = tf::catch_callback([&] {
             rc = fn(c.lt_handle, frame.stream(), c.workspace, c.workspace_bytes, user_data);

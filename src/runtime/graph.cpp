@@ -7,6 +7,7 @@
 #include "runtime/call_frame.h"
 #include "runtime/event.h"
 #include "runtime/graph_capture.h"
+#include "runtime/graph_workspace.h"
 #include "runtime/slot_order.h"
 #include "util/log.h"
 
@@ -59,6 +60,23 @@ tf_status renew_wait(RuntimeState &state, int other) {
     return st;
 }
 
+// The graph's lock, after the lock of the slot whose workspace its work
+// uses: slot locks come before graph locks (an update holds its slot's,
+// then the graph's), and an update meanwhile may change that slot.
+tf_status lock_for_launch(RuntimeState &state, tf_graph *g, WorkspaceLock *ws,
+                          std::unique_lock<std::mutex> *out) {
+    std::unique_lock<std::mutex> hold(g->mutex);
+    while (g->contents.workspace_slot != ws->slot()) {
+        const int owner = g->contents.workspace_slot;
+        hold.unlock();
+        tf_status st = ws->take(state, owner);
+        if (st != TF_OK) return st;
+        hold.lock();
+    }
+    *out = std::move(hold);
+    return TF_OK;
+}
+
 }  // namespace
 
 tf_status instantiate_graph(const DriverApi &api, EndedCapture &&ended, tf_graph *g) {
@@ -99,16 +117,20 @@ tf_status update_graph(const DriverApi &api, EndedCapture &&ended, tf_graph *g, 
 
 tf_status launch_graph(CallFrame &frame, tf_graph *g) {
     RuntimeState &state = frame.state();
-    std::lock_guard<std::mutex> hold(g->mutex);
-    HostPool::Use use;  // until the launch is queued: a racing free waits for it
-    tf_status st = TF_OK;
+    WorkspaceLock workspace;  // until the launch is queued (runtime/graph_workspace.h)
+    std::unique_lock<std::mutex> hold;
+    tf_status st = lock_for_launch(state, g, &workspace, &hold);
+    if (st != TF_OK) return st;
+    HostPool::Use use;              // until the launch is queued: a racing free waits for it
     if (!g->contents.host.empty())  // no pool lock for graphs without page-locked copies
         st = state.host_pool().begin_launch(g->contents.host.data(), g->contents.host.size(),
                                             frame.slot(), frame.stream(), &use);
     if (st == TF_OK && g->contents.waits.any())
         for (int k = 0; k < state.slot_count() && st == TF_OK; ++k)
             if (g->contents.waits.test(static_cast<size_t>(k))) st = renew_wait(state, k);
-    if (st == TF_OK) st = TF_CU(state.api(), cuGraphLaunch, g->exec, frame.stream());
+    if (st == TF_OK)
+        st = workspace.slot() < 0 ? TF_CU(state.api(), cuGraphLaunch, g->exec, frame.stream())
+                                  : launch_with_workspace(frame, workspace.slot(), g->exec);
     // The launch is queued work the slot's scalar reads cannot see.
     if (st == TF_OK)
         frame.resources().transfer.graph_launched.store(true, std::memory_order_relaxed);

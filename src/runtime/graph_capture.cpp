@@ -236,6 +236,15 @@ tf_status note_host_use(CallFrame &frame, void *ptr) {
     return use_host_range(frame, "ptr", ptr, 1, &use);
 }
 
+void note_workspace_use(CallFrame &frame) {
+    RuntimeState &state = frame.state();
+    if (!state.gate(frame.slot()).capturing()) return;
+    // The slot lock is held: the capture neither begins nor ends meanwhile.
+    SlotCapture &c = state.slot(frame.slot()).capture;
+    std::lock_guard<std::mutex> hold(c.mutex);
+    c.contents.workspace_slot = frame.slot();
+}
+
 namespace {
 
 // Queues an event node on the capturing slot (call: the driver entry that

@@ -49,6 +49,10 @@ tf_status use_host_range(CallFrame &frame, const char *name, const void *ptr, si
                          HostPool::Use *use);
 // tf_host_record_use: HostPool::record_use, or the range added;
 tf_status note_host_use(CallFrame &frame, void *ptr);
+// tf_cublas_enqueue / tf_cublaslt_enqueue (slot locked): while capturing,
+// the capture notes that its work uses the slot's workspace (one atomic
+// load otherwise);
+void note_workspace_use(CallFrame &frame);
 // tf_event_record / tf_event_wait: while capturing, an event record or wait
 // node (each launch records or waits), the event held by the capture;
 tf_status record_event(CallFrame &frame, tf_event *event);

@@ -20,13 +20,17 @@ namespace tf {
 // What a capture's work needs at each launch of its graph: the page-locked
 // ranges its copies use (each launch records their uses), the events of its
 // record and wait nodes (one reference per node, dropped with the contents),
-// the slots it waits for (each launch marks their work first), and the
-// memory it allocated (its addresses known as the graph's while it lives).
+// the slots it waits for (each launch marks their work first), the memory
+// it allocated (its addresses known as the graph's while it lives), and
+// whether its cuBLAS or cuBLASLt work uses the capturing slot's handles and
+// workspace (each launch is ordered with that slot's use of them,
+// runtime/graph_workspace.h).
 struct CaptureContents {
     std::vector<HostPool::Held> host;
     std::vector<tf_event *> events;
     std::bitset<TF_MAX_STREAM_SLOTS> waits;
-    GraphMemory memory;  // tf_alloc in the capture: the graph's allocation nodes
+    GraphMemory memory;       // tf_alloc in the capture: the graph's allocation nodes
+    int workspace_slot = -1;  // the slot whose workspace its work uses; -1: none
 
     CaptureContents() = default;
     CaptureContents(CaptureContents &&other) noexcept { swap(other); }
@@ -41,6 +45,7 @@ struct CaptureContents {
         events.swap(other.events);
         std::swap(waits, other.waits);
         memory.swap(other.memory);
+        std::swap(workspace_slot, other.workspace_slot);
     }
 };
 

@@ -5,6 +5,12 @@
 #include "util/thread_sequence.h"
 
 namespace tf {
+namespace {
+
+// Slot locks the thread holds.  Trivially destructible, like the last error.
+thread_local int t_slot_locks_held = 0;
+
+}  // namespace
 
 tf_status SlotLock::lock(int slot) {
     const uint32_t me = thread_sequence() + 1;
@@ -16,12 +22,21 @@ tf_status SlotLock::lock(int slot) {
                        slot);
     mutex_.lock();
     owner_.store(me, std::memory_order_relaxed);
+    ++t_slot_locks_held;
     return TF_OK;
 }
 
 void SlotLock::unlock() {
+    --t_slot_locks_held;
     owner_.store(0, std::memory_order_relaxed);
     mutex_.unlock();
 }
+
+bool SlotLock::held_here() const {
+    // As in lock(): only this thread stores its own tag.
+    return owner_.load(std::memory_order_relaxed) == thread_sequence() + 1;
+}
+
+bool SlotLock::thread_holds_any() { return t_slot_locks_held != 0; }
 
 }  // namespace tf

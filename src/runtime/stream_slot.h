@@ -23,11 +23,19 @@ namespace tf {
 // resources (cuBLAS handle configuration and enqueue, the staging buffer).
 // A thread that already holds it, for example from inside a callback it runs
 // under the lock, gets TF_ERROR_RUNTIME_STATE instead of a deadlock.
-// Calls take it through their CallFrame (runtime/call_frame.h).
+// Calls take it through their CallFrame (runtime/call_frame.h), on the
+// thread that gives it back.
 class SlotLock {
 public:
     tf_status lock(int slot);
     void unlock();
+    // Whether the calling thread holds this lock.
+    bool held_here() const;
+    // Whether the calling thread holds any slot lock, of any runtime: a
+    // call that would block on another slot's lock refuses instead
+    // (runtime/graph_workspace.h), so that two threads each holding one
+    // never wait for each other.
+    static bool thread_holds_any();
 
 private:
     std::mutex mutex_;
