@@ -154,13 +154,13 @@ static void untracked_host_memory_is_refused(void **state) {
 }
 
 static void failed_submissions_queue_nothing(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     unsigned char *block = host_alloc(rt, 4 * KiB);
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *stream = NULL;
     tf_host_pool_stats s;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_stream(rt, &stream));
     assert_ok(tf_runtime_sync(rt));
     INJECT("cuMemcpyDtoHAsync", 1, CUDA_ERROR_UNKNOWN, 1);

@@ -56,11 +56,11 @@ static void from_another_context_restores_it(void **state) {
 /* Already current: one cuCtxGetCurrent before the callback, one after it
  * (the callback left the context alone), nothing else. */
 static void fast_path_when_primary_is_current(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     struct seen s = {0};
     char log[256];
     tf_runtime *rt = new_runtime();
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(primary_of(rt));
     tfd()->tfd_log_clear();
     assert_ok(tf_with_context(rt, record_context, &s));
@@ -73,11 +73,11 @@ static void fast_path_when_primary_is_current(void **state) {
 
 /* From elsewhere: exactly get, set, set (no runtime-API device calls). */
 static void slow_path_costs_three_driver_calls(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     struct seen s = {0};
     char log[256];
     tf_runtime *rt = new_runtime();
-    (void)state;
-    REQUIRE_DOUBLE();
     tfd()->tfd_log_clear();
     assert_ok(tf_with_context(rt, record_context, &s));
     tfd()->tfd_log_format(log, sizeof log, 0);
@@ -104,10 +104,10 @@ static void callback_error_is_reported_and_context_restored(void **state) {
 }
 
 static void get_current_failure_skips_the_callback(void **state) {
-    struct seen s = {0};
-    tf_runtime *rt = new_runtime();
     (void)state;
     REQUIRE_DOUBLE();
+    struct seen s = {0};
+    tf_runtime *rt = new_runtime();
     INJECT("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_failure(tf_with_context(rt, record_context, &s), TF_ERROR_CUDA, "tf_with_context",
                    "cuCtxGetCurrent failed", "CUDA_ERROR_UNKNOWN (999)");
@@ -360,10 +360,10 @@ static void caller_code_cannot_move_the_caller(void **state) {
 
 /* The fast path's price for that: one more cuCtxGetCurrent at the end. */
 static void fast_path_checks_again_after_caller_code(void **state) {
-    char log[256];
-    tf_runtime *rt = new_runtime();
     (void)state;
     REQUIRE_DOUBLE();
+    char log[256];
+    tf_runtime *rt = new_runtime();
     raw_set_current_context(primary_of(rt));
     g_move.to = NULL;
     g_move.moves = 0;

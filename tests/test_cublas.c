@@ -113,12 +113,12 @@ static void handle_is_made_once_bound_and_reused(void **state) {
  * current, one context check, the pointer mode, the callback and one more
  * context check (the callback may have moved the thread). */
 static void warm_enqueue_makes_only_the_calls_it_needs(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *primary = NULL, *other = raw_create_context();
     struct seen s;
     char log[256];
-    (void)state;
-    REQUIRE_DOUBLE();
     memset(&s, 0, sizeof s);
     assert_ok(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s));
     assert_ok(tf_runtime_primary_context(rt, &primary));
@@ -171,12 +171,12 @@ static tf_runtime *runtime_with_workspace(uint64_t bytes) {
 }
 
 static void workspace_size_comes_from_the_options(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *none = runtime_with_workspace(0), *small = runtime_with_workspace(1 << 20);
     struct seen a, b;
     void *ptr = NULL;
     size_t size = 1;
-    (void)state;
-    REQUIRE_DOUBLE();
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     assert_ok(tf_cublas_enqueue(none, TF_CUBLAS_POINTER_MODE_HOST, record, &a));
@@ -298,14 +298,14 @@ static void create_failure(void **state) {
 /* A handle cuBLAS cannot make names the cuBLAS file the library loaded,
  * so a cuBLAS that does not belong with the driver shows. */
 static void create_failure_names_the_loaded_cublas(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *create = NULL;
     Dl_info info;
     struct seen s;
     char file[PATH_MAX], want[PATH_MAX + 32];
-    (void)state;
     memset(&s, 0, sizeof s);
-    REQUIRE_DOUBLE();
     assert_ok(tf_cublas_symbol("cublasCreate_v2", &create));
     assert_true(dladdr(create, &info) != 0);
     assert_non_null(realpath(info.dli_fname, file));
@@ -345,10 +345,10 @@ static void set_workspace_failure_frees_it_and_destroys_the_handle(void **state)
 }
 
 static void pointer_mode_failure_skips_the_callback(void **state) {
-    tf_runtime *rt = new_runtime();
-    struct seen s;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    struct seen s;
     memset(&s, 0, sizeof s);
     INJECT("cublasSetPointerMode_v2", 1, CUBLAS_STATUS_NOT_INITIALIZED, 1);
     assert_failure(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, record, &s),

@@ -309,6 +309,8 @@ static void scalar_staging_is_per_slot_and_made_once(void **state) {
  * memory are uncached): the scalar mailbox (mapped for the device) and
  * every ring buffer. */
 static void staging_is_not_write_combined(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     enum { CAP = 256 };
     static void *before[CAP], *after[CAP];
     static unsigned flags[CAP];
@@ -316,8 +318,6 @@ static void staging_is_not_write_combined(void **state) {
     uint64_t d;
     unsigned char *buf = malloc(MiB);
     size_t nb, na, i, j, fresh = 0, mapped = 0;
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = new_runtime();
     d = lib_alloc(rt, MiB);
     nb = tfd()->tfd_host_allocs(before, NULL, CAP);
@@ -424,14 +424,14 @@ static void assert_pipelined(int steps, int depth) {
 /* Large pageable downloads go through the slot's staging ring: later steps
  * are queued while earlier ones are copied out. */
 static void large_pageable_download_is_pipelined(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t chunk = 64 << 10, n = 10 * chunk + 100;
     tf_runtime *rt;
     uint64_t d;
     unsigned char *src = malloc(n), *dst = malloc(n);
     long hosts, events;
     int depth;
-    (void)state;
-    REQUIRE_DOUBLE();
     hosts = live(TFD_HOST_ALLOCS);
     events = live(TFD_EVENTS);
     rt = runtime_with(1, 2, (uint32_t)chunk);
@@ -469,13 +469,13 @@ static int steps_of(tf_runtime *rt, uint64_t d, unsigned char *dst, size_t n) {
 /* Steps are never longer than a chunk and never shorter than 64 KiB, and a
  * longer download is cut into at least as many steps as a shorter one. */
 static void downloads_are_cut_into_steps(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t big = 64 * MiB;
     tf_runtime *rt, *small;
     uint64_t d, ds;
     unsigned char *dst = malloc(big);
     int two, sixty_four;
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = new_runtime(); /* TF_DEFAULT_DOWNLOAD_CHUNK_BYTES */
     d = lib_alloc(rt, big);
     two = steps_of(rt, d, dst, 2 * MiB);
@@ -973,14 +973,14 @@ static void direct_download_failures(void **state) {
 /* ---- teardown ------------------------------------------------------------- */
 
 static void teardown_frees_every_slots_staging(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt, *bound = NULL;
     uint64_t d;
     unsigned char *buf = malloc(MiB);
     long hosts, events, depth;
     const char *warnings;
     int slot;
-    (void)state;
-    REQUIRE_DOUBLE();
     hosts = live(TFD_HOST_ALLOCS);
     events = live(TFD_EVENTS);
     rt = runtime_with(2, 2, 64 << 10);

@@ -172,11 +172,11 @@ static int child_with_the_log_lock_held(void *arg) {
 }
 
 static void fork_while_a_log_callback_runs(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     pthread_t th;
     int status;
-    (void)state;
-    REQUIRE_DOUBLE();
     gate_init(&g_log.entered);
     gate_init(&g_log.leave);
     assert_ok(tf_set_log_callback(blocking_logger, NULL));

@@ -473,12 +473,12 @@ static int32_t sync_own_stream(void *stream, void *user_data) {
 }
 
 static void failed_captures_leave_the_slot_usable(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     INJECT("cuStreamBeginCapture", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_failure(tf_graph_capture_begin(rt), TF_ERROR_CUDA, "tf_graph_capture_begin",
                    "cuStreamBeginCapture failed");
@@ -524,12 +524,12 @@ static void failed_captures_leave_the_slot_usable(void **state) {
 /* An end the driver refuses leaves the capture open, and says so: ending it
  * again works.  When the driver cannot even tell, it counts as open. */
 static void failed_end_keeps_the_capture_open(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_graph_capture_begin(rt));
     assert_ok(fill(rt, &k, d, 4, 4));
     INJECT("cuStreamEndCapture", 1, CUDA_ERROR_UNKNOWN, 1);
@@ -655,13 +655,13 @@ static void update_in_place_or_anew(void **state) {
  * instantiation leaves the graph running its earlier capture; a graph of
  * another runtime is refused before the capture ends. */
 static void failed_updates_keep_the_earlier_graph(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime(), *other = new_runtime();
     struct kernels k = load_kernels(rt), ko = load_kernels(other);
     uint64_t a = dev_alloc(rt, 64), o = dev_alloc(other, 64);
     int32_t in_place = -1;
     tf_graph *g = NULL, *foreign = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     g = fill_graph(rt, &k, a, 1, 16);
     foreign = fill_graph(other, &ko, o, 1, 16);
     assert_ok(tf_graph_capture_begin(rt));
@@ -732,13 +732,13 @@ static int build_idle_streak(tf_runtime *rt, uint64_t d) {
  * and takes the busy path, and sees the graph's result.  Before the fix a
  * long streak sent it down the idle path unasked. */
 static void scalar_read_after_a_launch_asks_the_stream(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
     uint32_t word = 0;
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     fill_words(rt, d, 1, 16);
     g = fill_graph(rt, &k, d, 42, 16);
     tfd()->tfd_set_execution(TFD_EXEC_SYNC);
@@ -778,12 +778,12 @@ static tf_host_pool_stats pool_stats(tf_runtime *rt) {
  * block went back to the cache at once and was handed out while the
  * launch could still write it. */
 static void page_locked_block_waits_for_the_launch(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = dev_alloc(rt, 4096);
     void *block = NULL, *again = NULL;
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     fill_words(rt, d, 0x11111111u, 1024);
     assert_ok(tf_host_alloc(rt, 4096, &block));
     assert_ok(tf_graph_capture_begin(rt));
@@ -852,6 +852,8 @@ static void launch_refuses_page_locked_memory_freed_after_the_capture(void **sta
  * the slot captures: the pool bounds that work with the capture's fence
  * (recorded before it began), never records into the capture. */
 static void page_locked_memory_used_before_the_capture(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     const size_t n = 4096;
@@ -860,8 +862,6 @@ static void page_locked_memory_used_before_the_capture(void **state) {
     void *block = NULL, *again = NULL;
     long before;
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
     assert_ok(tf_host_register(rt, mem, n));
     assert_ok(tf_host_alloc(rt, n, &block));
@@ -901,13 +901,13 @@ static void count_release(void *resource, void *user_data) {
 
 /* A retirement after a launch is released only once the launch has run. */
 static void retirement_waits_for_the_launch(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
     struct release_count c = {0};
     tf_graph *g = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     g = fill_graph(rt, &k, d, 9, 4);
     assert_ok(tf_graph_launch(rt, g));
     assert_ok(tf_workspace_retire(rt, NULL, count_release, &c));
@@ -1155,12 +1155,12 @@ static void forked_child_refuses_graphs(void **state) {
 /* A capture still open at the runtime's last release is dropped, logged;
  * nothing is left behind. */
 static void last_release_drops_an_open_capture(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
     const char *log;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(fill(rt, &k, d, 1, 4));
     assert_ok(tf_graph_capture_begin(rt));
     assert_ok(fill(rt, &k, d, 2, 4));
@@ -1232,6 +1232,8 @@ static void bad_arguments_are_refused(void **state) {
 /* The driver failures left: an event record node, a launch, the destroy of
  * a captured graph and of an executable one, a capture query. */
 static void driver_failures_of_launch_events_and_destroys(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     struct kernels k = load_kernels(rt);
     uint64_t d = dev_alloc(rt, 64);
@@ -1239,8 +1241,6 @@ static void driver_failures_of_launch_events_and_destroys(void **state) {
     tf_graph *g = NULL;
     const char *log;
     unsigned long pending;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_event_new(rt, &ev));
     assert_ok(tf_graph_capture_begin(rt));
     INJECT("cuEventRecordWithFlags", 1, CUDA_ERROR_UNKNOWN, 1);

@@ -154,12 +154,12 @@ static void stats_follow_every_call(void **state) {
 }
 
 static void trim_frees_only_what_no_stream_uses(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 64 * KiB);
     void *idle = host_alloc(rt, 64 * KiB), *busy = host_alloc(rt, 64 * KiB);
     tf_host_pool_stats s;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_download_async(rt, d, busy, 64 * KiB));
     assert_ok(tf_host_free(rt, idle));
     assert_ok(tf_host_free(rt, busy)); /* the copy is still queued */
@@ -183,12 +183,12 @@ static void trim_frees_only_what_no_stream_uses(void **state) {
 /* ---- reuse waits for the streams that used a block ----------------------------- */
 
 static void block_freed_during_a_copy_waits_for_it(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 256 * KiB);
     void *stream = NULL, *block, *other, *again;
     unsigned char *pattern = malloc(256 * KiB);
-    (void)state;
-    REQUIRE_DOUBLE();
     fill_pattern(pattern, 256 * KiB, 7);
     assert_ok(tf_upload(rt, pattern, d, 256 * KiB));
     assert_ok(tf_runtime_stream(rt, &stream));
@@ -253,10 +253,10 @@ static void uses_on_two_slots_wait_for_both(void **state) {
 /* The caller's own work on the slot stream, recorded with tf_host_record_use:
  * with unified addressing a block is also device memory at its address. */
 static void recorded_caller_use_delays_reuse(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *stream = NULL, *block, *p;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    void *stream = NULL, *block, *p;
     assert_ok(tf_runtime_stream(rt, &stream));
     block = host_alloc(rt, 4 * KiB);
     memset(block, 0, 4 * KiB);
@@ -281,12 +281,12 @@ static void recorded_caller_use_delays_reuse(void **state) {
 
 /* Free events come from a pool: a warm pool creates none. */
 static void free_events_are_pooled(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *block;
     int i;
-    (void)state;
-    REQUIRE_DOUBLE();
     for (i = 0; i < 3; ++i) {
         if (i == 1) tfd()->tfd_log_clear();
         block = host_alloc(rt, 4 * KiB);
@@ -304,10 +304,10 @@ static void free_events_are_pooled(void **state) {
 /* ---- failures ---------------------------------------------------------------------- */
 
 static void out_of_page_locked_memory_trims_and_retries(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *cached, *p = (void *)0x1;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    void *cached, *p = (void *)0x1;
     cached = host_alloc(rt, 64 * KiB);
     assert_ok(tf_host_free(rt, cached));
     tfd()->tfd_log_clear();
@@ -338,12 +338,12 @@ static void out_of_page_locked_memory_trims_and_retries(void **state) {
  * the driver is out of page-locked memory: cuMemFreeHost synchronizes (the
  * double's drains every stream, as the real one waits for the device). */
 static void alloc_waits_for_the_device_only_to_trim(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *stream = NULL, *cached, *p;
     int k;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_stream(rt, &stream));
     assert_ok(tf_runtime_sync(rt));
     cached = host_alloc(rt, 64 * KiB);
@@ -374,14 +374,14 @@ static void alloc_waits_for_the_device_only_to_trim(void **state) {
 /* Without an event the free waits for the stream; if that fails too the
  * block is leaked, never reused. */
 static void free_without_an_event_waits_or_leaks(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     static const char *const event_calls[] = {"cuEventCreate", "cuEventRecord"};
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *block, *p;
     tf_host_pool_stats s;
     size_t i;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_sync(rt));
     for (i = 0; i < 2; ++i) {
         block = host_alloc(rt, 4 * KiB);
@@ -416,11 +416,11 @@ static void free_without_an_event_waits_or_leaks(void **state) {
 }
 
 static void failed_queries_keep_the_block_pending(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *stream = NULL, *block, *p;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_stream(rt, &stream));
     block = host_alloc(rt, 4 * KiB);
     assert_ok(tf_download_async(rt, d, block, 4 * KiB));
@@ -441,11 +441,11 @@ static void failed_queries_keep_the_block_pending(void **state) {
 }
 
 static void refused_driver_free_leaks_the_block(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *a, *b;
     const char *log;
-    (void)state;
-    REQUIRE_DOUBLE();
     a = host_alloc(rt, 4 * KiB);
     b = host_alloc(rt, 8 * KiB);
     assert_ok(tf_host_free(rt, a));
@@ -488,12 +488,12 @@ static int all_bytes(const unsigned char *p, size_t n, unsigned char value) {
 }
 
 static void failed_download_keeps_its_block_from_reuse(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     const size_t n = 4 * KiB;
     uint64_t d = device_filled(rt, n, 0x11);
     unsigned char *block, *fresh;
-    (void)state;
-    REQUIRE_DOUBLE();
     block = host_alloc(rt, n);
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_failure(tf_download(rt, d, block, n), TF_ERROR_CUDA, "tf_download",
@@ -513,12 +513,12 @@ static void failed_download_keeps_its_block_from_reuse(void **state) {
 }
 
 static void failed_upload_keeps_its_block_from_reuse(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     const size_t n = 4 * KiB;
     uint64_t d = device_filled(rt, n, 0);
     unsigned char *block, *fresh, back[4096];
-    (void)state;
-    REQUIRE_DOUBLE();
     block = host_alloc(rt, n);
     memset(block, 0x22, n);
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
@@ -537,13 +537,13 @@ static void failed_upload_keeps_its_block_from_reuse(void **state) {
 }
 
 static void failed_download_into_a_range_delays_its_unregister(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     const size_t n = 16 * KiB;
     uint64_t d = device_filled(rt, n, 0x44);
     unsigned char *mem = NULL;
     void *stream = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_stream(rt, &stream));
     assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
     memset(mem, 0, n);
@@ -564,11 +564,11 @@ static void failed_download_into_a_range_delays_its_unregister(void **state) {
  * the slot's mailbox, which a failure abandons.  A block holding `out` is
  * free to be reused at once. */
 static void failed_scalar_read_never_writes_its_output(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = device_filled(rt, 64, 0x55);
     unsigned char *block, *again;
-    (void)state;
-    REQUIRE_DOUBLE();
     block = host_alloc(rt, 64);
     memset(block, 0x66, 64);
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
@@ -640,11 +640,11 @@ static void memory_page_locked_elsewhere_is_refused(void **state) {
 }
 
 static void register_failures(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     const size_t n = 16 * KiB;
     unsigned char *mem = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
     INJECT("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
     assert_failure(tf_host_register(rt, mem, n), TF_ERROR_OUT_OF_MEMORY, "tf_host_register",
@@ -759,14 +759,14 @@ static void handles_are_checked(void **state) {
 /* ---- teardown and fork ----------------------------------------------------------- */
 
 static void release_frees_the_cache_and_keeps_held_blocks(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     const size_t n = 16 * KiB;
     unsigned char *mem = NULL;
     void *held, *cached, *pending;
     const char *log;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_int_equal(posix_memalign((void **)&mem, 4096, n), 0);
     assert_ok(tf_host_register(rt, mem, n));
     held = host_alloc(rt, 4 * KiB);
@@ -851,11 +851,11 @@ static void held_block_outlives_its_runtime(void **state) {
 /* Two runtimes on one device share its primary context: the block of the
  * first outlives both. */
 static void held_block_outlives_two_runtimes(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *a = new_runtime(), *b = new_runtime();
     void *ctx = NULL;
     unsigned char *block;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_primary_context(a, &ctx));
     block = host_alloc(a, 4 * KiB);
     log_capture_start();
@@ -872,11 +872,11 @@ static void held_block_outlives_two_runtimes(void **state) {
 /* tf_host_free(NULL, ptr) frees only such a block, once; through a live
  * runtime it is refused with a message that says how to free it. */
 static void blocks_of_released_runtimes_are_freed_with_null(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime(), *other = new_runtime();
     unsigned char junk[16];
     void *block, *mine;
-    (void)state;
-    REQUIRE_DOUBLE();
     block = host_alloc(rt, 4 * KiB);
     mine = host_alloc(other, 4 * KiB);
     log_capture_start();
@@ -903,11 +903,11 @@ static void blocks_of_released_runtimes_are_freed_with_null(void **state) {
  * block still keeps the context (the device may write it), and
  * tf_host_free(NULL, ptr) then only forgets it: the context's end frees it. */
 static void held_block_of_a_busy_teardown_goes_with_its_context(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     uint64_t d = lib_alloc(rt, 4 * KiB);
     void *block;
-    (void)state;
-    REQUIRE_DOUBLE();
     block = host_alloc(rt, 4 * KiB);
     assert_ok(tf_download_async(rt, d, block, 4 * KiB));
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_LAUNCH_TIMEOUT, 1);
@@ -926,10 +926,10 @@ static void held_block_of_a_busy_teardown_goes_with_its_context(void **state) {
 /* A runtime that only ever touched the pool has no stream, and still
  * returns its cache. */
 static void release_without_streams_frees_the_cache(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *p;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    void *p;
     p = host_alloc(rt, 4 * KiB);
     assert_ok(tf_host_free(rt, p));
     tfd()->tfd_log_clear();

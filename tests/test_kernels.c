@@ -147,14 +147,14 @@ static void module_bad_arguments(void **state) {
 }
 
 static void module_load_reports_the_jit_log(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     static const char newer[] =
         ".version 8.0\n.target sm_100\n.address_size 64\n"
         ".visible .entry tfd_fill_u32(\n)\n{\n\tret;\n}\n";
     tf_runtime *rt = new_runtime();
     tf_module *m = NULL;
     void *other = raw_create_context();
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(other);
     assert_failure(tf_module_load(rt, newer, sizeof newer, &m), TF_ERROR_CUDA, "tf_module_load",
                    "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218)", "JIT log",
@@ -172,6 +172,8 @@ static void module_load_reports_the_jit_log(void **state) {
 }
 
 static void launch_failures(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     tf_module *m = NULL;
     void *fill = NULL, *other = raw_create_context();
@@ -179,8 +181,6 @@ static void launch_failures(void **state) {
     uint64_t d = 0;
     uint32_t value = 1, n = 1;
     void *args[3];
-    (void)state;
-    REQUIRE_DOUBLE();
     args[0] = &d, args[1] = &value, args[2] = &n;
     assert_ok(tf_module_load(rt, kTestKernelsPtx, sizeof kTestKernelsPtx, &m));
     assert_ok(tf_module_function(m, "tfd_fill_u32", &fill));
@@ -229,6 +229,8 @@ static void launch_failures(void **state) {
 /* A kernel that faults: the launch succeeds, the next wait reports the
  * fault, the runtime refuses from then on, the module leaks quietly. */
 static void faulting_kernel_poisons_the_runtime(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     static const char bad[] =
         ".version 8.0\n.target sm_90\n.address_size 64\n"
         ".visible .entry tfd_illegal_address(\n)\n{\n\tret;\n}\n";
@@ -236,8 +238,6 @@ static void faulting_kernel_poisons_the_runtime(void **state) {
     tf_module *m = NULL;
     void *f = NULL;
     tf_launch_config c;
-    (void)state;
-    REQUIRE_DOUBLE();
     tf_launch_config_init(&c, sizeof c);
     assert_ok(tf_module_load(rt, bad, sizeof bad, &m));
     assert_ok(tf_module_function(m, "tfd_illegal_address", &f));
@@ -449,9 +449,9 @@ static void check_nvrtc_failure(tf_runtime *rt, const char *entry, int code, tf_
 }
 
 static void nvrtc_failures(void **state) {
-    tf_runtime *rt = new_runtime();
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
     check_nvrtc_failure(rt, "nvrtcCreateProgram", NVRTC_ERROR_OUT_OF_MEMORY,
                         TF_ERROR_OUT_OF_MEMORY);
     check_nvrtc_failure(rt, "nvrtcCreateProgram", NVRTC_ERROR_PROGRAM_CREATION_FAILURE,

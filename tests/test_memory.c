@@ -273,12 +273,12 @@ static void memory_lives_until_the_free_is_reached(void **state) {
 /* src may be reused on return: pageable memory is staged by the driver,
  * page-locked memory is waited for. */
 static void upload_waits_only_for_page_locked_sources(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t n = 1 << 20;
     tf_runtime *rt;
     uint64_t d;
     unsigned char *page = malloc(n), *pin, *back = malloc(n);
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = new_runtime();
     d = lib_alloc(rt, n);
     pin = pinned_alloc(rt, n);

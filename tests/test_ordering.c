@@ -203,13 +203,13 @@ static void page_locked_upload_source_is_free_on_return(void **state) {
  * buffer handed back to the device before the host copied it out shows as
  * wrong bytes (most of the time: the two race, as on a GPU). */
 static void staged_download_with_the_device_running_alongside(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t n = 24 * ((size_t)1 << 20) + 5;
     tf_runtime *rt;
     unsigned char *host = malloc(n);
     uint64_t d;
     int round;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_non_null(host);
     rt = runtime_with(1, 4, 256 << 10);
     d = lib_alloc(rt, n);

@@ -81,12 +81,12 @@ static tf_runtime *runtime_with_pending(int n) {
 }
 
 static void released_once_the_stream_passed_it(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *other = raw_create_context();
     tf_retirement_stats s;
     int i;
-    (void)state;
-    REQUIRE_DOUBLE();
     reset_releases(rt);
     raw_set_current_context(other);
     for (i = 1; i <= 3; ++i) retire(rt, i);
@@ -129,11 +129,11 @@ static void sync_runs_what_it_waited_for(void **state) {
 
 /* Steady state creates no events: completed ones are reused. */
 static void events_are_pooled(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     long events;
     int i;
-    (void)state;
-    REQUIRE_DOUBLE();
     /* The device keeps up: each event query lets the stream run one op, so
      * every retirement finds the previous one done. */
     tfd()->tfd_set_query_progress(1);
@@ -150,10 +150,10 @@ static void events_are_pooled(void **state) {
 }
 
 static void full_queue_waits_for_the_stream(void **state) {
-    tf_runtime *rt = runtime_with_capacity(2);
-    tf_retirement_stats s;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_capacity(2);
+    tf_retirement_stats s;
     reset_releases(rt);
     retire(rt, 1);
     retire(rt, 2);
@@ -220,11 +220,11 @@ static void event_record_failure_falls_back(void **state) {
 }
 
 static void failed_barrier_leaks_and_reports(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *other = raw_create_context();
     tf_retirement_stats s;
-    (void)state;
-    REQUIRE_DOUBLE();
     /* The device keeps up: retirement 2's poll finds 1 done. */
     tfd()->tfd_set_query_progress(1);
     reset_releases(rt);

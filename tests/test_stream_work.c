@@ -56,10 +56,10 @@ static void enqueue_runs_on_the_slot_stream(void **state) {
 }
 
 static void enqueue_stream_creation_failure(void **state) {
-    tf_runtime *rt = new_runtime();
-    struct seen s;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    struct seen s;
     memset(&s, 0, sizeof s);
     INJECT("cuStreamCreate", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
     assert_failure(tf_stream_enqueue(rt, record, &s), TF_ERROR_OUT_OF_MEMORY, "tf_stream_enqueue",
@@ -249,13 +249,13 @@ static void event_of_another_device_is_not_recorded(void **state) {
 }
 
 static void event_failures(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     tf_event *e = NULL;
     int32_t done = 7;
     void *other = raw_create_context(), *primary = NULL;
     const char *warnings;
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(other);
     INJECT("cuEventCreate", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
     assert_failure(tf_event_new(rt, &e), TF_ERROR_OUT_OF_MEMORY, "tf_event_new",

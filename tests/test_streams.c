@@ -50,10 +50,10 @@ static void each_slot_has_its_own_stream(void **state) {
 /* A failed creation is retried by the next call; a created stream is never
  * replaced. */
 static void failed_creation_is_retried(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *s = NULL, *again = NULL;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    void *s = NULL, *again = NULL;
     INJECT("cuStreamCreate", 1, CUDA_ERROR_OUT_OF_MEMORY, 1);
     assert_failure(tf_runtime_stream(rt, &s), TF_ERROR_OUT_OF_MEMORY, "tf_runtime_stream",
                    "cuStreamCreate failed", "CUDA_ERROR_OUT_OF_MEMORY (2)");
@@ -141,10 +141,10 @@ static void sync_waits_for_the_callers_slot_only(void **state) {
 }
 
 static void sync_failure_is_reported(void **state) {
-    tf_runtime *rt = new_runtime();
-    void *s = NULL;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    void *s = NULL;
     assert_ok(tf_runtime_stream(rt, &s));
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN, 1);
     assert_failure(tf_runtime_sync(rt), TF_ERROR_CUDA, "tf_runtime_sync",
@@ -162,11 +162,11 @@ static int32_t noop(void *user_data) {
 /* A sticky fault: every later call refuses with the original cause; the
  * last release leaks quietly and still drops the primary context. */
 static void sticky_fault_poisons_the_runtime(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     void *s = NULL, *primary = NULL;
     const char *log;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_stream(rt, &s));
     assert_ok(tf_runtime_primary_context(rt, &primary));
     tfd()->tfd_poison_context(primary, CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -17,12 +17,12 @@ static tf_runtime *runtime_with_streams(int n) {
 }
 
 static void release_syncs_destroys_and_restores(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = runtime_with_streams(3);
     void *other = raw_create_context();
     char log[1024];
     const char *warnings;
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(other);
     tfd()->tfd_log_clear();
     log_capture_start();
@@ -44,10 +44,10 @@ static void release_syncs_destroys_and_restores(void **state) {
 
 /* A runtime that never made a stream touches no context at release. */
 static void release_without_streams_only_drops_the_retain(void **state) {
-    tf_runtime *rt = new_runtime();
-    char log[256];
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    char log[256];
     tfd()->tfd_log_clear();
     assert_ok(tf_runtime_release(rt));
     tfd()->tfd_log_format(log, sizeof log, 0);
@@ -68,10 +68,10 @@ static void release_keeps_primary_current_for_caller(void **state) {
 }
 
 static void sync_failure_leaks_everything_but_the_retain(void **state) {
-    tf_runtime *rt = runtime_with_streams(2);
-    const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_streams(2);
+    const char *warnings;
     INJECT("cuStreamSynchronize", 2, CUDA_ERROR_LAUNCH_TIMEOUT, 1);
     /* a last error the teardown must not change */
     assert_int_equal(tf_runtime_retain(NULL), TF_ERROR_INVALID_ARGUMENT);
@@ -89,10 +89,10 @@ static void sync_failure_leaks_everything_but_the_retain(void **state) {
 }
 
 static void activation_failure_leaks_and_logs(void **state) {
-    tf_runtime *rt = runtime_with_streams(1);
-    const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_streams(1);
+    const char *warnings;
     INJECT("cuCtxSetCurrent", 1, CUDA_ERROR_INVALID_CONTEXT, 1);
     /* a last error the teardown must not change: its own failure is logged */
     assert_int_equal(tf_runtime_retain(NULL), TF_ERROR_INVALID_ARGUMENT);
@@ -112,10 +112,10 @@ static void activation_failure_leaks_and_logs(void **state) {
 
 /* At process exit the driver may report deinitialization: leak quietly. */
 static void deinitialized_driver_leaks_quietly(void **state) {
-    tf_runtime *rt = runtime_with_streams(2);
-    const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_streams(2);
+    const char *warnings;
     INJECT("*", 1, CUDA_ERROR_DEINITIALIZED, 0);
     log_capture_start();
     assert_ok(tf_runtime_release(rt));
@@ -127,10 +127,10 @@ static void deinitialized_driver_leaks_quietly(void **state) {
 }
 
 static void deinitialized_during_sync_leaks_quietly(void **state) {
-    tf_runtime *rt = runtime_with_streams(2);
-    const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_streams(2);
+    const char *warnings;
     INJECT("cuStreamSynchronize", 1, CUDA_ERROR_DEINITIALIZED, 0);
     INJECT("cuDevicePrimaryCtxRelease", 1, CUDA_ERROR_DEINITIALIZED, 0);
     log_capture_start();
@@ -145,10 +145,10 @@ static void deinitialized_during_sync_leaks_quietly(void **state) {
 }
 
 static void destroy_and_release_failures_are_logged(void **state) {
-    tf_runtime *rt = runtime_with_streams(2);
-    const char *warnings;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = runtime_with_streams(2);
+    const char *warnings;
     INJECT("cuStreamDestroy", 1, CUDA_ERROR_INVALID_HANDLE, 1);
     INJECT("cuDevicePrimaryCtxRelease", 1, CUDA_ERROR_UNKNOWN, 1);
     log_capture_start();
@@ -163,11 +163,11 @@ static void destroy_and_release_failures_are_logged(void **state) {
 }
 
 static void restore_failure_after_release_is_logged(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = runtime_with_streams(1);
     void *other = raw_create_context();
     const char *warnings;
-    (void)state;
-    REQUIRE_DOUBLE();
     raw_set_current_context(other);
     INJECT("cuCtxSetCurrent", 2, CUDA_ERROR_UNKNOWN, 1);
     log_capture_start();

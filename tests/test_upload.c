@@ -83,14 +83,14 @@ static void round_trips_with_one_thread(void **state) {
  * device copy, record its event.  No stream wait: the call returns once the
  * last step is queued. */
 static void large_pageable_upload_is_pipelined(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t chunk = 64 << 10, n = 10 * chunk + 100;
     tf_runtime *rt;
     uint64_t d;
     unsigned char *src = malloc(n), *back = malloc(n);
     size_t i, count;
     int copies = 0;
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = runtime_with(1, 2, (uint32_t)chunk);
     d = lib_alloc(rt, n);
     fill_pattern(src, n, 4);
@@ -119,11 +119,11 @@ static void large_pageable_upload_is_pipelined(void **state) {
 
 /* At or below the threshold, and from page-locked memory: one device copy. */
 static void other_uploads_are_one_copy(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt;
     uint64_t d;
     unsigned char *src = malloc(THRESHOLD), *pin;
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = new_runtime();
     d = lib_alloc(rt, THRESHOLD);
     pin = pinned_alloc(rt, 2 * THRESHOLD);
@@ -146,12 +146,12 @@ static void other_uploads_are_one_copy(void **state) {
 /* Back-to-back uploads while the device runs nothing (deferred): the second
  * one must not overwrite staging the first one's queued copies still read. */
 static void staging_is_refilled_only_after_the_device_read_it(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t n = 5 * MiB + 11;
     tf_runtime *rt;
     uint64_t a, b;
     unsigned char *src = malloc(n), *back = malloc(n);
-    (void)state;
-    REQUIRE_DOUBLE();
     tfd()->tfd_set_execution(TFD_EXEC_DEFERRED);
     rt = runtime_with(1, 3, 1 << 20);
     a = lib_alloc(rt, n);
@@ -226,13 +226,13 @@ static void event_failures(void **state) {
 
 /* The ring cannot be made: nothing was queued, all of it is freed. */
 static void ring_allocation_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     const size_t n = MiB;
     const long hosts = live(TFD_HOST_ALLOCS), events = live(TFD_EVENTS);
     tf_runtime *rt;
     uint64_t d;
     unsigned char *src = malloc(n);
-    (void)state;
-    REQUIRE_DOUBLE();
     rt = runtime_with(1, 2, 64 << 10);
     d = lib_alloc(rt, n);
     memset(src, 3, n);

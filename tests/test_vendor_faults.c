@@ -23,10 +23,10 @@ static int32_t return_status(void *handle, void *stream, void *user_data) {
 
 /* cuBLAS cannot name the status: the message still has the number. */
 static void cublas_status_without_names(void **state) {
-    tf_runtime *rt = new_runtime();
-    int32_t status = 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    int32_t status = 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
     INJECT("cublasGetStatusName", 1, 1, 0);
     INJECT("cublasGetStatusString", 1, 1, 0);
     assert_failure(tf_cublas_enqueue(rt, TF_CUBLAS_POINTER_MODE_HOST, return_status, &status),
@@ -58,10 +58,10 @@ static tf_status compile_to(tf_runtime *rt, int32_t target, tf_program **out) {
 
 /* NVRTC cannot name its result: the compile error still has the number. */
 static void nvrtc_result_without_names(void **state) {
-    tf_runtime *rt = new_runtime();
-    tf_program *p = NULL;
     (void)state;
     REQUIRE_DOUBLE();
+    tf_runtime *rt = new_runtime();
+    tf_program *p = NULL;
     INJECT("nvrtcGetErrorString", 1, 1, 0);
     INJECT("nvrtcCompileProgram", 1, 4 /* NVRTC_ERROR_PROGRAM_CREATION_FAILURE */, 1);
     assert_failure(compile_to(rt, TF_COMPILE_PTX, &p), TF_ERROR_PROVIDER, "tf_program_compile",
@@ -72,11 +72,11 @@ static void nvrtc_result_without_names(void **state) {
 }
 
 static void cubin_output_failures(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     static const char *const entries[] = {"nvrtcGetCUBINSize", "nvrtcGetCUBIN"};
     tf_runtime *rt = new_runtime();
     size_t i;
-    (void)state;
-    REQUIRE_DOUBLE();
     for (i = 0; i < 2; ++i) {
         tf_program *p = NULL;
         tfd()->tfd_clear_faults();
@@ -93,13 +93,13 @@ static void cubin_output_failures(void **state) {
 /* A program NVRTC refuses to destroy is leaked and logged; the compile
  * result stands. */
 static void program_destroy_failure_is_logged(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     tf_program *p = NULL;
     const char *log;
     const void *image = NULL;
     size_t size = 0;
-    (void)state;
-    REQUIRE_DOUBLE();
     INJECT("nvrtcDestroyProgram", 1, 3 /* NVRTC_ERROR_INVALID_INPUT */, 1);
     log_capture_start();
     assert_ok(compile_to(rt, TF_COMPILE_PTX, &p));
@@ -115,11 +115,11 @@ static void program_destroy_failure_is_logged(void **state) {
 }
 
 static void function_lookup_failure(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime();
     tf_module *m = NULL;
     void *f = NULL;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_module_load(rt, kPtx, sizeof kPtx, &m));
     INJECT("cuModuleGetFunction", 1, CUDA_ERROR_INVALID_CONTEXT, 1);
     assert_failure(tf_module_function(m, "tfd_fill_u32", &f), TF_ERROR_CUDA, "tf_module_function",
