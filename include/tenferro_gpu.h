@@ -595,9 +595,10 @@ typedef struct tf_runtime tf_runtime;
 /** Default tf_runtime_options::memory_release_threshold (0 selects it):
  * UINT64_MAX, the device's pool keeps all unused memory. */
 #define TF_DEFAULT_MEMORY_RELEASE_THRESHOLD ((uint64_t)-1)
-/** Smallest nonzero tf_runtime_options::memory_reserved_limit: 2 MiB, the
- * driver's granularity on current GPUs. */
-#define TF_MIN_MEMORY_RESERVED_LIMIT ((uint64_t)2 << 20)
+/** Smallest nonzero tf_runtime_options::memory_reserved_limit: 32 MiB, the
+ * chunk a driver's memory pool reserves at a time (H200, driver 580): the
+ * first chunk would exceed a smaller limit. */
+#define TF_MIN_MEMORY_RESERVED_LIMIT ((uint64_t)32 << 20)
 
 /** Options of tf_runtime_new_with_options(). */
 typedef struct tf_runtime_options {
@@ -634,8 +635,8 @@ typedef struct tf_runtime_options {
      * must equal that of the pool already made for the device.  Since 1.2. */
     uint64_t memory_release_threshold;
     /** Most device memory, in bytes, the device's pool may hold from the
-     * driver (reserved, counted in the driver's granularity: 2 MiB on
-     * current GPUs); an allocation that needs more is retried after the
+     * driver (reserved, which the driver does in chunks: 32 MiB on an
+     * H200; limits of whole chunks held exactly there); an allocation that needs more is retried after the
      * pool gives its cached memory back, then fails with
      * TF_ERROR_OUT_OF_MEMORY.  0 (default): no limit; otherwise at least
      * TF_MIN_MEMORY_RESERVED_LIMIT.  Needs a driver of CUDA 12.2 or later.

@@ -235,21 +235,21 @@ static void threshold_and_limit_options(void **state) {
     assert_int_equal(stats_of(rt).release_threshold, 1);
     assert_ok(tf_runtime_release(rt));
     /* A limit: the pool's maxSize; past it, a retry, then out of memory. */
-    assert_ok(runtime_with_memory(0, 4 * MiB, &rt));
-    p = lib_alloc(rt, 3 * MiB);
-    assert_int_equal(library_pool().max_size, 4 * MiB);
+    assert_ok(runtime_with_memory(0, 64 * MiB, &rt));
+    p = lib_alloc(rt, 48 * MiB);
+    assert_int_equal(library_pool().max_size, 64 * MiB);
     q = 99;
-    assert_failure(tf_alloc(rt, 2 * MiB, &q), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
-                   "out of device memory for 2.00 MiB (2097152 bytes) on device 0",
-                   "the library's pool holds 3.00 MiB reserved, 3.00 MiB of it in live tf_alloc",
-                   "reserved limit 4.00 MiB (memory_reserved_limit)", "tried once more");
+    assert_failure(tf_alloc(rt, 32 * MiB, &q), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
+                   "out of device memory for 32.00 MiB (33554432 bytes) on device 0",
+                   "the library's pool holds 48.00 MiB reserved, 48.00 MiB of it in live tf_alloc",
+                   "reserved limit 64.00 MiB (memory_reserved_limit)", "tried once more");
     assert_int_equal(q, 99);
     s = stats_of(rt);
-    assert_int_equal(s.reserved_limit, 4 * MiB);
+    assert_int_equal(s.reserved_limit, 64 * MiB);
     assert_int_equal(s.oom_retries, 1);
     assert_int_equal(s.oom_failures, 1);
     lib_free(rt, p);
-    q = lib_alloc(rt, 4 * MiB); /* the trim of a retry makes room */
+    q = lib_alloc(rt, 64 * MiB); /* the trim of a retry makes room */
     lib_free(rt, q);
     assert_ok(tf_runtime_release(rt));
 }
@@ -259,10 +259,10 @@ static void bad_memory_options_are_refused(void **state) {
     (void)state;
     assert_failure(runtime_with_memory(0, 1, &rt), TF_ERROR_INVALID_ARGUMENT,
                    "tf_runtime_new_with_options", "memory_reserved_limit 1 is below",
-                   "TF_MIN_MEMORY_RESERVED_LIMIT (2097152");
+                   "TF_MIN_MEMORY_RESERVED_LIMIT (33554432");
     assert_failure(runtime_with_memory(0, TF_MIN_MEMORY_RESERVED_LIMIT - 1, &rt),
                    TF_ERROR_INVALID_ARGUMENT, "tf_runtime_new_with_options",
-                   "memory_reserved_limit 2097151 is below");
+                   "memory_reserved_limit 33554431 is below");
     assert_null(rt);
     assert_ok(runtime_with_memory(0, TF_MIN_MEMORY_RESERVED_LIMIT, &rt));
     assert_ok(tf_runtime_release(rt));
@@ -276,26 +276,27 @@ static void conflicting_options_fail_at_creation(void **state) {
     uint64_t identity = 0;
     char creator[64];
     (void)state;
-    assert_ok(runtime_with_memory(0, 8 * MiB, &first));
+    assert_ok(runtime_with_memory(0, 128 * MiB, &first));
     assert_ok(tf_runtime_identity(first, &identity));
     snprintf(creator, sizeof creator, "which runtime %llu created", (unsigned long long)identity);
-    assert_failure(runtime_with_memory(0, 16 * MiB, &rt), TF_ERROR_INVALID_ARGUMENT,
-                   "tf_runtime_new_with_options",
-                   "memory_reserved_limit 16777216 differs from the 8388608 of device 0's memory "
-                   "pool",
-                   creator, "leave memory_reserved_limit 0 to take the pool's");
+    assert_failure(
+        runtime_with_memory(0, 256 * MiB, &rt), TF_ERROR_INVALID_ARGUMENT,
+        "tf_runtime_new_with_options",
+        "memory_reserved_limit 268435456 differs from the 134217728 of device 0's memory "
+        "pool",
+        creator, "leave memory_reserved_limit 0 to take the pool's");
     assert_failure(runtime_with_memory(5, 0, &rt), TF_ERROR_INVALID_ARGUMENT,
                    "tf_runtime_new_with_options",
                    "memory_release_threshold 5 differs from the UINT64_MAX (keep all)", creator);
     assert_null(rt);
     assert_ok(runtime_with_memory(0, 0, &rt)); /* takes the pool's */
-    assert_int_equal(stats_of(rt).reserved_limit, 8 * MiB);
+    assert_int_equal(stats_of(rt).reserved_limit, 128 * MiB);
     assert_ok(tf_runtime_release(rt));
-    assert_ok(runtime_with_memory(UINT64_MAX, 8 * MiB, &rt)); /* equal: fine */
+    assert_ok(runtime_with_memory(UINT64_MAX, 128 * MiB, &rt)); /* equal: fine */
     assert_ok(tf_runtime_release(rt));
     assert_ok(tf_runtime_release(first));
     /* The device's last runtime took the pool along: new options are free. */
-    assert_ok(runtime_with_memory(5, 16 * MiB, &rt));
+    assert_ok(runtime_with_memory(5, 256 * MiB, &rt));
     assert_int_equal(stats_of(rt).release_threshold, 5);
     assert_ok(tf_runtime_release(rt));
 }
@@ -318,7 +319,7 @@ static void older_options_take_the_pools(void **state) {
 static int child_limit_on_an_old_driver(void) {
     tf_runtime *rt = NULL;
     tfd()->tfd_set_driver_version(12010);
-    if (runtime_with_memory(0, 4 * MiB, &rt) != TF_ERROR_NOT_SUPPORTED) return 10;
+    if (runtime_with_memory(0, 64 * MiB, &rt) != TF_ERROR_NOT_SUPPORTED) return 10;
     if (!strstr(tf_last_error_message(),
                 "memory_reserved_limit needs a driver of CUDA 12.2 or "
                 "later; this one is CUDA 12.1"))
@@ -905,24 +906,24 @@ static void uncached_without_pools(void **state) {
     (void)state;
     REQUIRE_DOUBLE();
     tfd()->tfd_set_attribute(0, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0);
-    assert_ok(runtime_with_memory(0, 4 * MiB, &rt));
+    assert_ok(runtime_with_memory(0, 64 * MiB, &rt));
     tfd()->tfd_log_clear();
-    a = lib_alloc(rt, 3 * MiB);
-    assert_failure(tf_alloc(rt, 2 * MiB, &b), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
-                   "uncached (cuMemAlloc), 3.00 MiB in live tf_alloc allocations",
-                   "reserved limit 4.00 MiB (memory_reserved_limit)");
+    a = lib_alloc(rt, 48 * MiB);
+    assert_failure(tf_alloc(rt, 32 * MiB, &b), TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
+                   "uncached (cuMemAlloc), 48.00 MiB in live tf_alloc allocations",
+                   "reserved limit 64.00 MiB (memory_reserved_limit)");
     assert_int_equal(b, 77);
     assert_ok(tf_memory_record_use(rt, a));
     assert_ok(tf_memory_trim(rt, 0));
     s = stats_of(rt);
     assert_int_equal(s.cached, 0);
-    assert_int_equal(s.reserved_bytes, 3 * MiB);
-    assert_int_equal(s.reserved_peak, 3 * MiB);
+    assert_int_equal(s.reserved_bytes, 48 * MiB);
+    assert_int_equal(s.reserved_peak, 48 * MiB);
     assert_int_equal(s.oom_failures, 1);
     assert_int_equal(s.trims, 0);
     assert_true(consistent(&s));
     lib_free(rt, a);
-    b = lib_alloc(rt, 4 * MiB); /* freed bytes count again */
+    b = lib_alloc(rt, 64 * MiB); /* freed bytes count again */
     lib_free(rt, b);
     assert_int_equal(logged("cuMemPoolCreate") + logged("cuMemAllocFromPoolAsync"), 0);
     assert_ok(tf_runtime_release(rt));

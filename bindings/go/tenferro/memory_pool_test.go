@@ -115,7 +115,7 @@ func TestMemoryOptionsReachTheDevicesPool(t *testing.T) {
 		o.MemoryReservedLimit = limit
 		return o
 	}
-	o := withLimit(8 * mib)
+	o := withLimit(64 * mib)
 	o.MemoryReleaseThreshold = mib
 	rt, err := tenferro.NewRuntimeWithOptions(0, o)
 	must(t, err)
@@ -123,22 +123,22 @@ func TestMemoryOptionsReachTheDevicesPool(t *testing.T) {
 	if pooled, err := rt.Supports(tenferro.CapStreamOrderedAlloc); err != nil || !pooled {
 		t.Skipf("the device has no memory pools (%v): its options are not shown", err)
 	}
-	if s := memoryStats(t, rt); s.ReleaseThreshold != mib || s.ReservedLimit != 8*mib {
+	if s := memoryStats(t, rt); s.ReleaseThreshold != mib || s.ReservedLimit != 64*mib {
 		t.Fatalf("the pool's options: %+v", s)
 	}
-	_, err = tenferro.NewRuntimeWithOptions(0, withLimit(16*mib))
+	_, err = tenferro.NewRuntimeWithOptions(0, withLimit(128*mib))
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_runtime_new_with_options",
-		"memory_reserved_limit 16777216 differs from the 8388608")
+		"memory_reserved_limit 134217728 differs from the 67108864")
 	same, err := tenferro.NewRuntimeWithOptions(0, tenferro.DefaultOptions())
 	must(t, err)
-	if s := memoryStats(t, same); s.ReservedLimit != 8*mib {
+	if s := memoryStats(t, same); s.ReservedLimit != 64*mib {
 		t.Fatalf("a runtime leaving the limit 0 sees %+v", s)
 	}
 	must(t, same.Close())
 	s0 := bind(t, rt, 0)
-	six, err := tenferro.NewBuffer[byte](s0, 6*mib)
+	six, err := tenferro.NewBuffer[byte](s0, 48*mib)
 	must(t, err)
-	_, err = tenferro.NewBuffer[byte](s0, 4*mib)
+	_, err = tenferro.NewBuffer[byte](s0, 32*mib)
 	asError(t, err, tenferro.StatusOutOfMemory, "tf_alloc", "memory_reserved_limit")
 	if s := memoryStats(t, rt); s.OOMRetries != 1 || s.OOMFailures != 1 {
 		t.Fatalf("past the limit: %+v, want one retry that failed", s)
@@ -148,10 +148,10 @@ func TestMemoryOptionsReachTheDevicesPool(t *testing.T) {
 	must(t, rt.Close())
 	_, err = tenferro.NewRuntimeWithOptions(0, withLimit(4096))
 	asError(t, err, tenferro.StatusInvalidArgument, "tf_runtime_new_with_options", "below TF_MIN_MEMORY_RESERVED_LIMIT")
-	fresh, err := tenferro.NewRuntimeWithOptions(0, withLimit(16*mib))
+	fresh, err := tenferro.NewRuntimeWithOptions(0, withLimit(128*mib))
 	must(t, err)
 	defer fresh.Close()
-	if s := memoryStats(t, fresh); s.ReservedLimit != 16*mib {
+	if s := memoryStats(t, fresh); s.ReservedLimit != 128*mib {
 		t.Fatalf("a new pool after the last runtime went: %+v", s)
 	}
 }

@@ -63,7 +63,7 @@ const (
 	DefaultDownloadChunkBytes = 8 << 20
 	MinDownloadChunkBytes     = 64 << 10
 	MaxDownloadChunkBytes     = 256 << 20
-	MinMemoryReservedLimit    = 2 << 20 // the driver's granularity on current GPUs
+	MinMemoryReservedLimit    = 32 << 20 // the chunk a pool reserves at a time (H200)
 
 	// DefaultMemoryReleaseThreshold is what MemoryReleaseThreshold 0
 	// selects: the pool keeps all unused memory.

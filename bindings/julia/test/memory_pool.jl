@@ -99,19 +99,19 @@ end
 
     @testset "the memory options reach the device's pool" begin
         DOUBLE && tfd_reset()
-        Runtime(0; memory_release_threshold=MIB, memory_reserved_limit=8MIB) do rt
+        Runtime(0; memory_release_threshold=MIB, memory_reserved_limit=64MIB) do rt
             if !supports(rt, L.TF_CAP_STREAM_ORDERED_ALLOC)
                 @info "the device has no memory pools: its options are not shown"
                 return
             end
             s = memory_stats(rt)
-            @test (s.release_threshold, s.reserved_limit) == (MIB, 8MIB)
-            expect_error(() -> Runtime(0; memory_reserved_limit=16MIB), L.TF_ERROR_INVALID_ARGUMENT,
-                         "tf_runtime_new_with_options", "memory_reserved_limit 16777216 differs from the 8388608")
-            @test Runtime(r -> memory_stats(r).reserved_limit, 0; stream_slots=2) == 8MIB
+            @test (s.release_threshold, s.reserved_limit) == (MIB, 64MIB)
+            expect_error(() -> Runtime(0; memory_reserved_limit=128MIB), L.TF_ERROR_INVALID_ARGUMENT,
+                         "tf_runtime_new_with_options", "memory_reserved_limit 134217728 differs from the 67108864")
+            @test Runtime(r -> memory_stats(r).reserved_limit, 0; stream_slots=2) == 64MIB
             Stream(rt, 0) do s0
-                six = DeviceBuffer{UInt8}(s0, 6MIB)
-                expect_error(() -> DeviceBuffer{UInt8}(s0, 4MIB), L.TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
+                six = DeviceBuffer{UInt8}(s0, 48MIB)
+                expect_error(() -> DeviceBuffer{UInt8}(s0, 32MIB), L.TF_ERROR_OUT_OF_MEMORY, "tf_alloc",
                              "memory_reserved_limit")
                 s = memory_stats(rt)
                 @test (s.oom_retries, s.oom_failures) == (1, 1)
@@ -123,7 +123,7 @@ end
         expect_error(() -> Runtime(0; memory_reserved_limit=-1), L.TF_ERROR_INVALID_ARGUMENT,
                      "tf_runtime_new_with_options", "does not fit in UInt64")
         # Once the device's runtimes are gone, a new pool takes new options.
-        @test Runtime(r -> memory_stats(r).reserved_limit, 0; memory_reserved_limit=16MIB) == 16MIB
+        @test Runtime(r -> memory_stats(r).reserved_limit, 0; memory_reserved_limit=128MIB) == 128MIB
     end
 
     @testset "record_use checks its address" begin

@@ -93,25 +93,25 @@ def test_double_a_failed_stats_read_raises_the_librarys_error(double, rt):
 
 
 def test_the_memory_options_reach_the_devices_pool():
-    rt = tg.Runtime(0, memory_release_threshold=MIB, memory_reserved_limit=8 * MIB)
+    rt = tg.Runtime(0, memory_release_threshold=MIB, memory_reserved_limit=64 * MIB)
     rt.alloc(64).free()              # the pool's driver object comes with it
     s = rt.memory_stats()
     if not s.cached:
         rt.close()
         pytest.skip("the device has no memory pools: its options are not shown")
-    assert (s.release_threshold, s.reserved_limit) == (MIB, 8 * MIB)
+    assert (s.release_threshold, s.reserved_limit) == (MIB, 64 * MIB)
     # The pool is the device's: another value is refused while it lives, and
     # a field left unset takes the pool's.
     with pytest.raises(tg.InvalidArgumentError) as e:
-        tg.Runtime(0, memory_reserved_limit=16 * MIB)
+        tg.Runtime(0, memory_reserved_limit=128 * MIB)
     assert e.value.operation == "tf_runtime_new_with_options"
-    assert "memory_reserved_limit 16777216 differs from the 8388608" in e.value.message
+    assert "memory_reserved_limit 134217728 differs from the 67108864" in e.value.message
     with tg.Runtime(0, stream_slots=2) as same:
-        assert same.memory_stats().reserved_limit == 8 * MIB
+        assert same.memory_stats().reserved_limit == 64 * MIB
     # The limit holds: past it the pool gives back and retries, then fails.
-    six = rt.alloc(6 * MIB)
+    six = rt.alloc(48 * MIB)
     with pytest.raises(tg.OutOfMemoryError) as e:
-        rt.alloc(4 * MIB)
+        rt.alloc(32 * MIB)
     assert e.value.operation == "tf_alloc" and "memory_reserved_limit" in e.value.message
     s = rt.memory_stats()
     assert (s.oom_retries, s.oom_failures) == (1, 1)
@@ -120,8 +120,8 @@ def test_the_memory_options_reach_the_devices_pool():
     with pytest.raises(tg.InvalidArgumentError, match="below TF_MIN_MEMORY_RESERVED_LIMIT"):
         tg.Runtime(0, memory_reserved_limit=4096)
     # Once the device's runtimes are gone, a new pool takes new options.
-    with tg.Runtime(0, memory_reserved_limit=16 * MIB) as rt:
-        assert rt.memory_stats().reserved_limit == 16 * MIB
+    with tg.Runtime(0, memory_reserved_limit=128 * MIB) as rt:
+        assert rt.memory_stats().reserved_limit == 128 * MIB
 
 
 def test_record_use_checks_its_address(rt):

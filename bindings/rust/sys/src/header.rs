@@ -129,7 +129,7 @@ pub const TF_MAX_DOWNLOAD_CHUNK_BYTES: u32 = 256 << 20;
 /// the device's pool keeps all unused memory (1.2).
 pub const TF_DEFAULT_MEMORY_RELEASE_THRESHOLD: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 /// Smallest nonzero tf_runtime_options::memory_reserved_limit (1.2).
-pub const TF_MIN_MEMORY_RESERVED_LIMIT: u64 = 2 << 20;
+pub const TF_MIN_MEMORY_RESERVED_LIMIT: u64 = 32 << 20;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

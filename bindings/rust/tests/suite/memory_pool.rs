@@ -78,30 +78,30 @@ fn double_without_memory_pools_the_stats_say_uncached() {
 fn the_memory_options_reach_the_devices_pool() {
     let _s = serial();
     let options =
-        RuntimeOptions::new().memory_release_threshold(MIB).memory_reserved_limit(8 * MIB);
-    assert!(format!("{options:?}").contains("memory_reserved_limit: 8388608"));
+        RuntimeOptions::new().memory_release_threshold(MIB).memory_reserved_limit(64 * MIB);
+    assert!(format!("{options:?}").contains("memory_reserved_limit: 67108864"));
     let rt = Runtime::with_options(0, &options).unwrap();
     let s = rt.memory_stats().unwrap();
     if !s.cached {
         eprintln!("the device has no memory pools: its options are not shown; test skipped");
         return;
     }
-    assert_eq!((s.release_threshold, s.reserved_limit), (MIB, 8 * MIB));
+    assert_eq!((s.release_threshold, s.reserved_limit), (MIB, 64 * MIB));
     // The pool is the device's: another value is refused while it lives,
     // 0 takes the pool's.
-    let other = RuntimeOptions::new().memory_reserved_limit(16 * MIB);
+    let other = RuntimeOptions::new().memory_reserved_limit(128 * MIB);
     let e = Runtime::with_options(0, &other).unwrap_err();
     assert_eq!(
         (e.status(), e.operation()),
         (Status::InvalidArgument, "tf_runtime_new_with_options")
     );
-    assert!(e.message().contains("memory_reserved_limit 16777216 differs from the 8388608"), "{e}");
+    assert!(e.message().contains("memory_reserved_limit 134217728 differs from the 67108864"), "{e}");
     let same = Runtime::with_options(0, &RuntimeOptions::new()).unwrap();
-    assert_eq!(same.memory_stats().unwrap().reserved_limit, 8 * MIB);
+    assert_eq!(same.memory_stats().unwrap().reserved_limit, 64 * MIB);
     // The limit holds: past it, the pool gives back and retries, then fails.
     let stream = rt.stream(0).unwrap();
-    let six = stream.alloc::<u8>(6 * MIB as usize).unwrap();
-    let e = stream.alloc::<u8>(4 * MIB as usize).unwrap_err();
+    let six = stream.alloc::<u8>(48 * MIB as usize).unwrap();
+    let e = stream.alloc::<u8>(32 * MIB as usize).unwrap_err();
     assert_eq!((e.status(), e.operation()), (Status::OutOfMemory, "tf_alloc"));
     assert!(e.message().contains("memory_reserved_limit"), "{e}");
     let s = rt.memory_stats().unwrap();
@@ -113,8 +113,8 @@ fn the_memory_options_reach_the_devices_pool() {
     assert!(e.message().contains("below TF_MIN_MEMORY_RESERVED_LIMIT"), "{e}");
     // Once the device's runtimes are gone, a new pool takes new options.
     let rt =
-        Runtime::with_options(0, &RuntimeOptions::new().memory_reserved_limit(16 * MIB)).unwrap();
-    assert_eq!(rt.memory_stats().unwrap().reserved_limit, 16 * MIB);
+        Runtime::with_options(0, &RuntimeOptions::new().memory_reserved_limit(128 * MIB)).unwrap();
+    assert_eq!(rt.memory_stats().unwrap().reserved_limit, 128 * MIB);
 }
 
 #[test]
