@@ -1044,7 +1044,9 @@ typedef int32_t (*tf_cublaslt_fn)(void *lt_handle, void *stream, uint64_t worksp
 /**
  * Run @p fn once, on the calling thread, with the slot's cuBLASLt handle,
  * stream and workspace, the primary context current.  The slot's handle is
- * made at its first call and kept until teardown.  The workspace is the one
+ * made at its first call and kept until teardown (cuBLASLt may answer every
+ * slot's cublasLtCreate with one pointer, as 13.1 does on an H200: a handle
+ * carries no stream, so that is safe).  The workspace is the one
  * the slot's cuBLAS handle uses (allocated by whichever of the two is made
  * first, of tf_runtime_options::cublas_workspace_bytes): everything using
  * it runs on the slot's stream, in order, so sharing it is safe.  Inside a
