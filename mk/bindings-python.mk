@@ -36,8 +36,8 @@ PY_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(PY_BINDING_DIR)/pypr
 PY_WHEEL_DIR := $(BUILD)/python
 PY_SPEEDUPS_SRC := $(PY_BINDING_DIR)/src/_speedups.c
 # The tests of the calls the C extension takes over, run once more without it.
-PY_HOT_TESTS := test_runtime.py test_context.py test_memory.py test_stream.py \
-  test_speedups.py test_views.py test_array_protocols.py
+PY_HOT_TESTS := test_runtime.py test_context.py test_memory.py test_leases.py test_stream.py \
+  test_speedups.py test_views.py test_array_protocols.py test_blas_foreign.py
 # ... and those of what the extension does that ctypes cannot (counted
 # exports, the DLPack destructor), whose fallbacks differ.
 PY_HOT_TESTS += test_blas.py test_graph.py

@@ -188,7 +188,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (tfsp_ref_ready(m) < 0 || tfsp_exporter_ready(m) < 0 || tfsp_dlpack_ready(m) < 0 ||
-        tfsp_hot_ready(m) < 0) {
+        tfsp_hot_ready(m) < 0 || tfsp_take_ready(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -12,33 +12,6 @@
  * DELETER_VERSIONED, CAPSULE_DESTRUCTOR. */
 #include "speedups.h"
 
-#include <stdint.h>
-
-/* dlpack.h, ABI version 1: only the layout the release needs. */
-typedef struct {
-    void *data;
-    int32_t device[2];
-    int32_t ndim;
-    uint8_t dtype[4];
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} DLTensor;
-
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-
-typedef struct DLManagedTensorVersioned {
-    uint32_t version[2];
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensorVersioned *self);
-    uint64_t flags;
-    DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-
 /* Drop the reference a tensor owns, keeping the pending exception. */
 static void drop_context(void *context) {
     PyGILState_STATE gil;

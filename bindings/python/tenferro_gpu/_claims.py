@@ -36,7 +36,7 @@ from typing import Callable, List, Optional
 from . import _capi
 
 # Re-entrant: a garbage collection may run a release while it is held.
-_lock = threading.RLock()
+lock = threading.RLock()
 
 
 class Claims:
@@ -54,14 +54,14 @@ class Claims:
 
     def acquire(self) -> None:
         """One more reason (an export, a hold)."""
-        with _lock:
+        with lock:
             if self._count == 0:
                 raise RuntimeError("tenferro_gpu: memory acquired after its free")
             self._count += 1
 
     def release(self) -> int:
         """One reason less; the last runs the free and returns its status."""
-        with _lock:
+        with lock:
             self._count -= 1
             free = self._free if self._count == 0 else None
             if free is not None:
@@ -83,12 +83,12 @@ _host: "weakref.WeakSet[Claims]" = weakref.WeakSet()
 
 
 def track_host(claims: Claims) -> None:
-    with _lock:
+    with lock:
         _host.add(claims)
 
 
 def host_claims(address: int, nbytes: int) -> List[Claims]:
     """The unfreed page-locked memory overlapping [address, address + nbytes)."""
     end = address + max(nbytes, 1)
-    with _lock:
+    with lock:
         return [c for c in _host if c.start < end and address < c.end and not c.freed]

@@ -17,16 +17,19 @@ wrote must wait for the slot (use the slot's stream in that library:
 Stream.torch_stream(), or Runtime.sync()).
 
 The object, or the DLPack tensor the binding took, is kept until the
-device has passed the work queued with it (Runtime.retire), so a tensor
-dropped right after the call is not reused under the queued work.
+device has passed the work queued with it (Runtime.retire, one for all the
+objects of one call), so a tensor dropped right after the call is not
+reused under the queued work.  With the extension a capsule of the common
+kind (CUDA memory, float32 or float64, C order) is read in C.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
-from . import _dlpack, _driver, _dtypes, errors
+from . import _capi, _dlpack, _driver, _dtypes, errors
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -63,6 +66,30 @@ class Foreign:
             runtime.retire(_finish, keep, release)
         except errors.TenferroError:
             _leaked.append((keep, release))
+
+
+def finish(runtime: "Runtime", borrowed: List[Foreign], queued: bool) -> None:
+    """Foreign.done for what one call borrowed, with one retirement."""
+    if len(borrowed) < 2:
+        for foreign in borrowed:
+            foreign.done(runtime, queued)
+        return
+    held = []
+    for foreign in borrowed:
+        held.append((foreign._keep, foreign._release))
+        foreign._keep = foreign._release = None
+    if not queued:
+        _finish_all(held)
+        return
+    try:
+        runtime.retire(_finish_all, held)
+    except errors.TenferroError:
+        _leaked.extend(held)
+
+
+def _finish_all(held: List[Tuple[object, Optional[Callable[[], None]]]]) -> None:
+    for keep, release in held:
+        _finish(keep, release)
 
 
 # What could not be retired (see Foreign.done): never released.
@@ -145,6 +172,13 @@ def _from_dlpack(runtime: "Runtime", obj: Any, writable: bool) -> Foreign:
         capsule = obj.__dlpack__(stream=ours, max_version=_dlpack.VERSION)
     except TypeError:           # a producer older than max_version
         capsule = obj.__dlpack__(stream=ours)
+    sp = _capi.speedups
+    if sp is not None:      # the common kind (a torch.Tensor's), read in C
+        taken = sp.take_dlpack(capsule, writable)
+        if taken is not None:
+            start, nbytes, managed, versioned = taken
+            return Foreign(start, nbytes, None,
+                           functools.partial(sp.dlpack_delete, managed, versioned))
     return take_capsule(capsule, writable, _describe(obj))
 
 

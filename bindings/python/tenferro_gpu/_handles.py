@@ -27,7 +27,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from . import _capi, errors
 
@@ -100,11 +100,29 @@ def free_at_exit(holder: Any) -> None:
     _memory[next(_order)] = holder
 
 
+# The same for holders that say when they go (a device allocation: cheaper
+# than the weak dictionary's callback per entry).
+_tracked: Dict[int, "weakref.ref[Any]"] = {}
+
+
+def track(holder: Any) -> int:
+    """free_at_exit for a holder that calls untrack(key) when it goes."""
+    key = next(_order)
+    _tracked[key] = weakref.ref(holder)
+    return key
+
+
+def untrack(key: int) -> None:
+    _tracked.pop(key, None)
+
+
 def _at_exit() -> None:
     """Give back the memory still owned, then close every owner, each
     newest first (a Stream before its runtime)."""
-    for key in sorted(_memory.keys(), reverse=True):
-        holder = _memory.get(key)
+    holders = {key: _memory.get(key) for key in list(_memory.keys())}
+    holders.update((key, ref()) for key, ref in list(_tracked.items()))
+    for key in sorted(holders, reverse=True):
+        holder = holders[key]
         if holder is not None:
             holder._exit()
     for key in sorted(_owners.keys(), reverse=True):

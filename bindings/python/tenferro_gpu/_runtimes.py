@@ -109,11 +109,17 @@ def retired(identity: int, slot: int) -> None:
             entry.pending.pop(slot, None)
 
 
-def free_through(identity: int, owner: "weakref.ref[Any]", free: Callable[[Any], int]) -> int:
+def _close(runtime: Any) -> None:
+    runtime._hc = None
+
+
+def free_through(identity: int, owner: "weakref.ref[Any]", free: Callable[[Any], int],
+                 after: Callable[[Any], None] = _close) -> int:
     """free(handle) for memory of runtime `identity` (a Claims' free: NOTE
     memory is freed once in _claims.py): through the Runtime that owns the
     memory while it is open, else any reference the binding holds; with
-    none, nothing is called (0).  The owner's reference goes afterwards."""
+    none, nothing is called (0).  Then after(owner) (default: the owner's
+    reference goes), if the owner still exists."""
     runtime = owner()
     try:
         handle = runtime._hc if runtime is not None else None
@@ -122,7 +128,7 @@ def free_through(identity: int, owner: "weakref.ref[Any]", free: Callable[[Any],
         return free(handle) if handle is not None else 0
     finally:
         if runtime is not None:
-            runtime._hc = None
+            after(runtime)
 
 
 def handle_for(identity: int) -> Any:

@@ -151,8 +151,7 @@ def gemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int, *,
             rt.cublas_enqueue(run, pointer_mode=PointerMode.HOST)
         _pool.record_uses(rt, a, b, c)
     finally:
-        for foreign in borrowed:
-            foreign.done(rt, queued=True)
+        _foreign.finish(rt, borrowed, queued=True)
 
 
 def sgemm(rt: "Runtime", a: Any, b: Any, c: Any, m: int, n: int, k: int,

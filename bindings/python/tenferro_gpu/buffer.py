@@ -19,9 +19,9 @@ import ctypes
 import functools
 import importlib
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import _callbacks, _capi, _claims, _dtypes, _handles, _runtimes
+from . import _callbacks, _capi, _claims, _dtypes, _handles, _leases, _runtimes
 from ._dtypes import DType
 
 if TYPE_CHECKING:
@@ -70,21 +70,22 @@ def _alloc_on_call_slot(runtime: "Runtime", nbytes: int) -> Tuple[int, int]:
 
 
 def _free_device(ptr: int, slot: int, identity: int, owner: "weakref.ref[Runtime]") -> int:
-    """An allocation's free (its Claims'): tf_free on its slot."""
+    """An allocation's free (its Claims'): tf_free on its slot, then its
+    lease of the owner ends."""
     return _runtimes.free_through(identity, owner,
-                                  lambda handle: _free_on_slot(handle, ptr, slot))
+                                  lambda handle: _free_on_slot(handle, ptr, slot), _leases.end)
 
 
-def _allocation_gone(claims: _claims.Claims, owner: "Runtime",
-                     allocation: "weakref.ref[_Allocation]") -> None:
-    """The allocation is garbage (its buffer, views and exports are gone),
-    or the interpreter exits: its owner's claim ends (`owner`, held until
-    now, keeps the runtime open for the free).  At exit the allocation
-    still exists: it is marked freed first."""
-    alive = allocation()
-    if alive is not None:
-        alive.ptr = None
-    claims.release_quietly()
+def _allocate(runtime: "Runtime", nbytes: int) -> "_Allocation":
+    """A tf_alloc allocation of `nbytes` on the slot this call on `runtime`
+    uses, leasing its owner (_leases.py)."""
+    owner = _leases.lease(runtime)
+    try:
+        ptr, slot = _alloc_on_call_slot(runtime, nbytes)
+    except BaseException:
+        _leases.end(owner)
+        raise
+    return _Allocation(owner, ptr, nbytes, slot)
 
 
 def _retirement_passed(claims: _claims.Claims) -> None:
@@ -95,55 +96,64 @@ def _retirement_passed(claims: _claims.Claims) -> None:
 
 class _Allocation:
     """One tf_alloc allocation, freed exactly once (NOTE memory is freed
-    once): its buffer's claim ends with free(), retire()'s release, or its
-    garbage collection (a weakref finalizer, which holds what the free
-    needs, never this object); its exports (DLPack tensors, objects read
-    through __cuda_array_interface__) hold it until they go."""
+    once): its buffer's claim ends with free(), retire()'s release, or when
+    this object is garbage (__del__) or the interpreter exits (_exit); its
+    exports (DLPack tensors, objects read through
+    __cuda_array_interface__) hold it until they go."""
 
-    __slots__ = ("ptr", "nbytes", "owner", "slot", "claims", "finalizer", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "owner", "slot", "claims", "_claimed", "_key",
+                 "__weakref__")
 
     ptr: Optional[int]          # None once freed or retired
     nbytes: int
-    owner: "Runtime"
+    owner: "Runtime"            # shared: NOTE one owner per runtime object
     slot: int
     claims: _claims.Claims
-    finalizer: weakref.finalize  # alive while the buffer has its claim
+    _claimed: bool              # the buffer still has its claim
+    _key: int                   # _handles.track's
 
-    def __init__(self, runtime: "Runtime", nbytes: int) -> None:
-        owner = runtime._owner_clone()
-        try:
-            ptr, slot = _alloc_on_call_slot(runtime, nbytes)
-        except BaseException:
-            owner.close()
-            raise
+    def __init__(self, owner: "Runtime", ptr: int, nbytes: int, slot: int) -> None:
         self.ptr, self.nbytes, self.owner, self.slot = ptr, nbytes, owner, slot
         self.claims = _claims.Claims(functools.partial(
             _free_device, ptr, slot, owner._identity, weakref.ref(owner)))
-        self.finalizer = weakref.finalize(self, _allocation_gone, self.claims, owner,
-                                          weakref.ref(self))
-        _handles.free_at_exit(self)
+        self._claimed = True
+        self._key = _handles.track(self)
+
+    def _take_claim(self) -> bool:
+        """Whether the buffer's claim was still held (and is now taken)."""
+        with _claims.lock:
+            held, self._claimed = self._claimed, False
+        return held
+
+    def __del__(self, untrack: Callable[[int], None] = _handles.untrack) -> None:
+        # The default argument, not the module global: __del__ may run
+        # after _exit, while the interpreter clears the modules.
+        untrack(self._key)
+        if self._claimed and self._take_claim():
+            self.claims.release_quietly()
 
     def _exit(self) -> None:
-        self.finalizer()
+        """At interpreter exit: freed while the runtime is open."""
+        self.ptr = None
+        if self._take_claim():
+            self.claims.release_quietly()
 
     def free(self) -> None:
         self.ptr = None
-        if self.finalizer.detach() is not None:
+        if self._take_claim():
             _capi.check(self.claims.release())
 
     def retire(self) -> None:
         """Hand the buffer's claim to the retirement queue of the slot this
         call uses; its release ends the claim once the device has passed
         the work queued there.  The release holds no runtime reference."""
-        detached = self.finalizer.detach()
-        if detached is None:
+        if not self._take_claim():
             return
         ptr, self.ptr = self.ptr, None
         st = _callbacks.retirement(self.owner, _retirement_passed, (self.claims,))
         if st in (1, 2):  # INVALID_ARGUMENT / INVALID_HANDLE: still ours
             self.ptr = ptr
-            self.finalizer = weakref.finalize(self, _allocation_gone, self.claims, self.owner,
-                                              weakref.ref(self))
+            self._claimed = True
         # Any other failure: the claim is never released, the memory leaked.
         _capi.check(st)
 
@@ -240,13 +250,13 @@ class DeviceBuffer:
 
     def __init__(self, runtime: "Runtime", nbytes: int) -> None:
         nbytes = _capi.size(nbytes, "nbytes")
-        self._set(_Allocation(runtime, nbytes), 0, _dtypes.dtype("uint8"), (nbytes,), (1,),
+        self._set(_allocate(runtime, nbytes), 0, _dtypes.dtype("uint8"), (nbytes,), (1,),
                   None)
 
     @classmethod
     def _empty(cls, runtime: "Runtime", shape: Shape, dtype: DType) -> "DeviceBuffer":
         buf = cls.__new__(cls)
-        buf._set(_Allocation(runtime, _product(shape) * dtype.itemsize), 0, dtype, shape,
+        buf._set(_allocate(runtime, _product(shape) * dtype.itemsize), 0, dtype, shape,
                  _contiguous_strides(shape), None)
         return buf
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import ctypes
 import enum
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional, Tuple, Type, TypeVar
 
-from . import _callbacks, _capi, _handles, _runtimes
+from . import _callbacks, _capi, _handles, _leases, _runtimes
 from ._current import current_streams
 from .devices import DeviceProperties, _query
 from .host import HostMixin
@@ -97,7 +98,7 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
     """
 
     __slots__ = ("_handle", "_hc", "_cell", "_identity", "_bound", "_ordinal",
-                 "__weakref__")
+                 "_shared", "_leases", "_parent", "__weakref__")
     _kind = "Runtime"
 
     _handle: int
@@ -109,6 +110,11 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
     # handles use the current Stream of their runtime, if any.
     _bound: bool
     _ordinal: Optional[int]
+    # The owner its allocations share, and as an owner its leases and the
+    # Runtime that made it (_leases.py).
+    _shared: Optional["Runtime"]
+    _leases: int
+    _parent: "weakref.ref[Runtime]"
 
     def __init__(self, ordinal: int = 0, *, stream_slots: Optional[int] = None,
                  cublas_workspace_bytes: Optional[int] = None,
@@ -156,6 +162,8 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
         self._handle = handle
         self._bound = bound
         self._ordinal = None
+        self._shared = None
+        self._leases = 0
         ref = _handles.own(self, handle, release, identity, *extra)
         _runtimes.added(identity, ref)
 
@@ -237,7 +245,10 @@ class Runtime(StreamWorkMixin, TransfersMixin, PoolMixin, HostMixin, KernelsMixi
         that call returns.  The last reference's release synchronizes the
         runtime's streams and frees what it owns; failures there go to the
         log."""
-        _handles.close(self)
+        try:
+            _handles.close(self)
+        finally:
+            _leases.released(self)
 
     def __enter__(self: T) -> T:
         self.handle   # type: ignore[attr-defined]  # refuse a closed runtime here

@@ -25,7 +25,7 @@ import ctypes
 import importlib
 from typing import Any, Dict, Optional, Tuple
 
-from . import _capi, _handles, _runtimes
+from . import _capi, _handles, _leases, _runtimes
 from ._current import current_streams
 from .runtime import Runtime
 
@@ -86,7 +86,10 @@ class Stream(Runtime):
         """Release the bound handle and its reference to the runtime.
         Idempotent; with a call in flight, when it returns.  A `with
         stream:` block still open then fails its calls with ValueError."""
-        _handles.close(self)
+        try:
+            _handles.close(self)
+        finally:
+            _leases.released(self)
 
     # ---- what it is -------------------------------------------------------
 

@@ -286,3 +286,39 @@ class DLPackArray:
     def __dlpack__(self, **kwargs):
         self.requests.append(kwargs)
         return self.buf.__dlpack__(**kwargs)
+
+
+class TensorLike:
+    """A torch.Tensor's kind of DLPack producer: each __dlpack__ hands out a
+    versioned capsule of one static tensor over `buf` (float32 or float64,
+    C order unless `strides` (elements) are given) whose deleter counts
+    its calls in `deleted`."""
+
+    def __init__(self, buf, shape, bits=32, strides=None, read_only=False, code=2):
+        from tenferro_gpu import _dlpack
+        self.deleted = 0
+        self._dlpack = _dlpack
+        self._deleter = _dlpack.DELETER(self._delete)
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(shape))(*strides) if strides else None
+        self._managed = m = _dlpack.DLManagedTensorVersioned()
+        m.version.major, m.version.minor = _dlpack.VERSION
+        m.deleter = self._deleter
+        m.flags = _dlpack.FLAG_READ_ONLY if read_only else 0
+        t = m.dl_tensor
+        t.data, t.device.device_type, t.device.device_id = buf.ptr, _dlpack.KDL_CUDA, 0
+        t.ndim, t.shape = len(shape), self._shape
+        t.strides = self._strides
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
+        self.requests = 0
+
+    def _delete(self, address):
+        self.deleted += 1
+
+    def __dlpack_device__(self):
+        return (self._dlpack.KDL_CUDA, 0)
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.requests += 1
+        return self._dlpack.capsule_new(ctypes.addressof(self._managed),
+                                        self._dlpack.NAME_VERSIONED, None)
