@@ -108,6 +108,36 @@ fn captured_work_runs_at_each_launch_and_only_then() {
 }
 
 #[test]
+fn a_buffer_allocated_and_dropped_inside_is_the_graphs_temporary() {
+    let _s = serial();
+    let Some(Setup { rt: _rt, s, add: f, mut x, y, mut out }) = setup() else { return };
+    let graph = s
+        .capture(|c| {
+            let tmp = c.alloc::<f32>(N)?; // an allocation node
+            add(c, &f, &x, &y, &tmp)?;
+            c.copy(&tmp, &mut out) // tmp's drop: the free node
+        })
+        .unwrap();
+    graph.launch(&s).unwrap();
+    assert_eq!(s.to_vec(&out).unwrap(), sum(&floats(N, 1.0), &floats(N, 0.5)));
+    x.upload(&floats(N, 4.0)).unwrap();
+    graph.launch(&s).unwrap(); // allocated and freed again
+    assert_eq!(s.to_vec(&out).unwrap(), sum(&floats(N, 4.0), &floats(N, 0.5)));
+    // One still alive at the closure's end: the capture fails, nothing kept.
+    let mut kept = None;
+    let e = s
+        .capture(|c| {
+            kept = Some(c.alloc::<u8>(64)?);
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!((e.status(), e.operation()), (Status::RuntimeState, "tf_graph_capture_end"), "{e}");
+    assert!(e.message().contains("not freed in it"), "{e}");
+    drop(kept); // its free is refused and ignored
+    assert_eq!(s.to_vec(&out).unwrap().len(), N); // the slot works as before
+}
+
+#[test]
 fn captured_work_is_byte_exact_against_uncaptured() {
     let _s = serial();
     let Some(Setup { s, add: f, .. }) = setup() else { return };
