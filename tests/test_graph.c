@@ -929,13 +929,13 @@ static void retirement_waits_for_the_launch(void **state) {
  * waits for its work queued before the capture, and the capture is
  * untouched. */
 static void slot_waits_in_and_for_a_capture(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime_with_slots(2), *s0 = NULL, *s1 = NULL;
     struct kernels k = load_kernels(rt);
     uint64_t x = dev_alloc(rt, 64), y = dev_alloc(rt, 64);
     tf_graph *g = NULL;
     long before;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_bind_slot(rt, 0, &s0));
     assert_ok(tf_runtime_bind_slot(rt, 1, &s1));
     fill_words(s1, x, 0, 16);
@@ -993,6 +993,8 @@ static void slots_that_both_capture_do_not_wait(void **state) {
  * record before the launch; tf_event_record: each launch records it.  The
  * graph holds its events: released by the caller, they live as long as it. */
 static void event_nodes_hold_their_events(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime_with_slots(2), *s0 = NULL, *s1 = NULL;
     struct kernels k = load_kernels(rt);
     uint64_t x = dev_alloc(rt, 64), y = dev_alloc(rt, 64);
@@ -1000,8 +1002,6 @@ static void event_nodes_hold_their_events(void **state) {
     tf_graph *g = NULL;
     long events;
     int32_t finished = -1;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_bind_slot(rt, 0, &s0));
     assert_ok(tf_runtime_bind_slot(rt, 1, &s1));
     assert_ok(tf_event_new(rt, &ready));

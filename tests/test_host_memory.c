@@ -221,11 +221,11 @@ static void block_freed_during_a_copy_waits_for_it(void **state) {
 }
 
 static void uses_on_two_slots_wait_for_both(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime_with_slots(2), *s0 = NULL, *s1 = NULL;
     uint64_t d = 0;
     void *st0 = NULL, *st1 = NULL, *block, *p;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_bind_slot(rt, 0, &s0));
     assert_ok(tf_runtime_bind_slot(rt, 1, &s1));
     assert_ok(tf_runtime_stream(s0, &st0));

@@ -87,12 +87,12 @@ static void enqueue_reentry_is_refused(void **state) {
 /* ---- tf_slot_wait ---------------------------------------------------------- */
 
 static void slot_wait_uses_one_event_per_slot(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime_with_slots(3), *s0 = NULL;
     void *stream1 = NULL;
     char log[256];
     long events;
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_bind_slot(rt, 0, &s0));
     assert_ok(tf_runtime_slot_stream(rt, 1, &stream1));
     events = tfd()->tfd_live(TFD_EVENTS);

@@ -119,11 +119,11 @@ static void sync_without_stream_is_free(void **state) {
 }
 
 static void sync_waits_for_the_callers_slot_only(void **state) {
+    (void)state;
+    REQUIRE_DOUBLE();
     tf_runtime *rt = new_runtime_with_slots(4), *bound = NULL;
     void *mine = NULL, *other = NULL;
     char log[512];
-    (void)state;
-    REQUIRE_DOUBLE();
     assert_ok(tf_runtime_bind_slot(rt, 1, &bound));
     assert_ok(tf_runtime_stream(bound, &mine));
     assert_ok(tf_runtime_slot_stream(rt, 2, &other));
