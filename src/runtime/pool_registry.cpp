@@ -26,11 +26,25 @@ pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 Pools *g_pools = nullptr;
 pthread_once_t g_fork_hook_once = PTHREAD_ONCE_INIT;
 
+// The tables a forked child abandoned, still pointed to: the parent's
+// pools are leaked in the child on purpose (their driver objects are not
+// the child's), and kept reachable so a leak checker does not report them
+// as lost.  Past kAbandoned nested forks the oldest is overwritten.
+// volatile: nothing reads them, and the stores must not be optimized away.
+constexpr int kAbandoned = 8;
+Pools *volatile g_abandoned[kAbandoned];
+int g_abandoned_next = 0;
+
 // Fork child handler (util/fork_guard.h): the thread that held the mutex
 // does not exist in the child, and the parent's pools are not the child's:
-// the child starts with an empty table (the old one is abandoned).
+// the child starts with an empty table (the old one is abandoned).  No
+// allocation here: a fork child handler must not take malloc's locks.
 void pools_after_fork_child() {
     pthread_mutex_init(&g_mutex, nullptr);
+    if (g_pools) {
+        g_abandoned[g_abandoned_next] = g_pools;
+        g_abandoned_next = (g_abandoned_next + 1) % kAbandoned;
+    }
     g_pools = nullptr;
 }
 void add_fork_hook() { add_fork_child_hook(pools_after_fork_child); }
