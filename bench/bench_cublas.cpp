@@ -26,45 +26,13 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "raw_cublas.h"
 
 namespace {
 
-using Sgemm = decltype(&cublasSgemm_v2);
-
-// Types only: the functions come from dlsym.
-struct RawCublas {
-    decltype(&cublasCreate_v2) create;
-    decltype(&cublasDestroy_v2) destroy;
-    decltype(&cublasSetStream_v2) set_stream;
-    decltype(&cublasSetWorkspace_v2) set_workspace;
-    Sgemm sgemm;
-};
-
-template <class Fn>
-void must(void *lib, const char *name, Fn *out) {
-    void *sym = dlsym(lib, name);
-    if (!sym) {
-        std::fprintf(stderr, "bench: cuBLAS lacks %s\n", name);
-        std::exit(1);
-    }
-    std::memcpy(static_cast<void *>(out), &sym, sizeof sym);
-}
-
-RawCublas load_raw_cublas() {
-    void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) lib = dlopen("libcublas.so.12", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        std::fprintf(stderr, "bench: no cuBLAS: %s\n", dlerror());
-        std::exit(1);
-    }
-    RawCublas c{};
-    must(lib, "cublasCreate_v2", &c.create);
-    must(lib, "cublasDestroy_v2", &c.destroy);
-    must(lib, "cublasSetStream_v2", &c.set_stream);
-    must(lib, "cublasSetWorkspace_v2", &c.set_workspace);
-    must(lib, "cublasSgemm_v2", &c.sgemm);
-    return c;
-}
+using bench::load_raw_cublas;
+using bench::RawCublas;
+using bench::Sgemm;
 
 constexpr int kN = 64;
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "raw_cublas.h"
 
 namespace {
 
@@ -136,43 +137,8 @@ Raw load_raw() {
     return r;
 }
 
-using Sgemm = decltype(&cublasSgemm_v2);
-
-// Raw cuBLAS from the SONAME the library loads, so both sides call one
-// cuBLAS instance (as bench_cublas does).
-struct RawBlas {
-    decltype(&cublasCreate_v2) create;
-    decltype(&cublasDestroy_v2) destroy;
-    decltype(&cublasSetStream_v2) set_stream;
-    decltype(&cublasSetWorkspace_v2) set_workspace;
-    Sgemm sgemm;
-};
-
-template <class Fn>
-void symbol(void *lib, const char *name, Fn *out) {
-    void *sym = dlsym(lib, name);
-    if (!sym) {
-        std::fprintf(stderr, "bench: cuBLAS lacks %s\n", name);
-        std::exit(1);
-    }
-    std::memcpy(static_cast<void *>(out), &sym, sizeof sym);
-}
-
-RawBlas load_blas() {
-    void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) lib = dlopen("libcublas.so.12", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        std::fprintf(stderr, "bench: no cuBLAS: %s\n", dlerror());
-        std::exit(1);
-    }
-    RawBlas b{};
-    symbol(lib, "cublasCreate_v2", &b.create);
-    symbol(lib, "cublasDestroy_v2", &b.destroy);
-    symbol(lib, "cublasSetStream_v2", &b.set_stream);
-    symbol(lib, "cublasSetWorkspace_v2", &b.set_workspace);
-    symbol(lib, "cublasSgemm_v2", &b.sgemm);
-    return b;
-}
+using bench::Sgemm;
+using RawBlas = bench::RawCublas;
 
 const float kOne = 1.0f, kZero = 0.0f;
 constexpr unsigned kBlock = 256;
@@ -584,7 +550,7 @@ int main(int argc, char **argv) {
     }
     b.d = bench::load_raw_driver();
     b.raw = load_raw();
-    b.blas = load_blas();
+    b.blas = bench::load_raw_cublas();
     if (tf_runtime_new(0, &b.rt) != TF_OK) bench::die("tf_runtime_new");
     tf_device_properties p;
     tf_device_properties_init(&p, sizeof p);
